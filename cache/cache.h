@@ -1,0 +1,182 @@
+/* cache.h - cachegw's persistent object cache (public API of cache/).
+ *
+ * cache/ knows neither FUSE nor NFS. It stores objects under opaque keys,
+ * each with an opaque coherency blob, as fscache does for its network
+ * filesystems. Every present block carries an XXH3-64 checksum, verified on
+ * every read; a mismatch drops the block and is reported as a miss, never
+ * returned as data.
+ *
+ * All functions return 0 (or a byte count) on success and -errno on failure.
+ * Thread-safety: every function may be called from any thread, concurrently.
+ */
+#ifndef CACHEGW_CACHE_H
+#define CACHEGW_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CACHE_FORMAT_VERSION 1
+#define CACHE_KEY_MAX 128	/* bytes of an object key */
+#define CACHE_COH_MAX 64	/* bytes of a coherency blob */
+#define CACHE_BLOCK_MIN (4u << 10)
+#define CACHE_BLOCK_MAX (4u << 20)
+#define CACHE_BLOCK_DEFAULT (256u << 10)
+
+struct cache;		/* one cache directory, opened */
+struct cache_obj;	/* one object, opened (reference counted) */
+
+enum cache_write_mode {
+	CACHE_WRITE_DIRECT = 0,	/* O_DIRECT, aligned buffers (default) */
+	CACHE_WRITE_DONTCACHE,	/* pwritev2(RWF_DONTCACHE) */
+	CACHE_WRITE_BUFFERED,	/* plain buffered writes */
+	CACHE_WRITE_FADVISE,	/* buffered + POSIX_FADV_DONTNEED after write */
+};
+
+enum cache_open_mode {
+	CACHE_OPEN_OWNER = 0,	/* a gateway: exclusive lock, creates the dir */
+	CACHE_OPEN_INSPECT,	/* read-only look; works while a gateway runs */
+	CACHE_OPEN_MODIFY,	/* offline repair/evict; fails -EBUSY if held */
+};
+
+struct cache_opts {
+	const char *dir;		/* cache directory (required) */
+	enum cache_open_mode mode;
+	uint32_t block_size;		/* bytes, power of two; 0 = default.
+					 * Only used when creating a cache; an
+					 * existing cache keeps its own. */
+	enum cache_write_mode write_mode;
+	uint64_t max_bytes;		/* cache_size=, allocated bytes; 0 = none */
+	unsigned brun, bcull, bstop;	/* percent free on the cache fs */
+	unsigned uring_depth;		/* io_uring queue depth; 0 = default */
+};
+
+struct cache_stats {
+	uint64_t hit_bytes;		/* served from the cache */
+	uint64_t miss_bytes;		/* asked for, not present */
+	uint64_t fill_bytes;		/* written into the cache */
+	uint64_t corrupt_blocks;	/* checksum mismatches found */
+	uint64_t used_bytes;		/* allocated bytes of all objects */
+	uint64_t objects;		/* objects in the cache */
+	uint64_t culled_objects;	/* objects dropped by culling */
+	uint64_t errors;		/* I/O errors that dropped an object */
+	uint64_t fills_skipped;		/* fills refused (bstop/cache full) */
+	/* Added after the first draft: */
+	uint64_t corrupt_objects;	/* objects dropped for bad metadata;
+					 * each also counts 1 corrupt_block */
+	uint64_t reads;			/* cache_read calls */
+	uint64_t fills;			/* cache_fill calls queued */
+};
+
+/* Open (OWNER: create if missing) the cache at opts->dir. On failure a
+ * one-line reason is written to err. OWNER takes an exclusive lock; a
+ * second owner gets -EBUSY. A cache of another format version: -EPROTO.
+ * A directory that is not empty and not a cache: -ENOTEMPTY. */
+int cache_open(const struct cache_opts *opts, struct cache **out,
+	       char *err, size_t errlen);
+void cache_close(struct cache *c);
+
+uint32_t cache_block_size(const struct cache *c);
+const char *cache_dir(const struct cache *c);
+void cache_get_stats(struct cache *c, struct cache_stats *st);
+
+/* Look up or create the object for key. coh is the caller's current
+ * coherency blob; if the stored one differs, the object's data is dropped
+ * and coh stored. size is the origin's current size (bounds the blocks).
+ * Returns a reference in *out; drop it with cache_obj_put(). */
+int cache_obj_get(struct cache *c, const void *key, size_t keylen,
+		  const void *coh, size_t cohlen, uint64_t size,
+		  struct cache_obj **out);
+void cache_obj_put(struct cache_obj *o);
+
+/* Compare coh with the stored blob; on change drop all data, store coh and
+ * the new size. Returns 1 if the object was invalidated, 0 if unchanged. */
+int cache_obj_check(struct cache_obj *o, const void *coh, size_t cohlen,
+		    uint64_t size);
+/* Drop every block of the object, keep its identity. */
+void cache_obj_invalidate(struct cache_obj *o);
+
+/* Read [off, off+len) from the cache. Every block it touches must be present
+ * and pass its checksum; a block that fails is dropped (counted in
+ * corrupt_blocks, one log line). Returns the bytes read (len clipped at the
+ * object size), or -ENODATA if any touched block is absent or was dropped,
+ * or another -errno on an I/O error (the object is then dropped). */
+ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off);
+
+/* Store data for [off, off+len): off is block-aligned; len is a multiple of
+ * the block size or reaches the object's size. buf is copied; the write goes
+ * through io_uring and the blocks become present only after the data write
+ * completed. Returns 0 when queued, -ENOSPC when filling is stopped (bstop or
+ * cache_size), other -errno on failure. The caller never waits for it. */
+int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off);
+
+/* Wait for every queued fill of the cache to complete (tests, shutdown). */
+void cache_drain(struct cache *c);
+
+/* ---- Additions: coherency update, inspection, culling, fault injection -- */
+
+/* Store a new coherency blob and size WITHOUT dropping data: for changes the
+ * caller made itself (write-through). Blocks beyond the new size and the old
+ * last partial block are dropped. 0 or -errno. */
+int cache_obj_update(struct cache_obj *o, const void *coh, size_t cohlen,
+		     uint64_t size);
+
+/* Objects are named by the hex of the XXH3-64 of their key: 16 characters.
+ * Files: objects/<name[0..1]>/<name> (data), <name>.meta (metadata). */
+#define CACHE_NAME_LEN 16
+int cache_obj_name(const void *key, size_t keylen, char *name,
+		   size_t namelen);
+const char *cache_obj_get_name(const struct cache_obj *o);
+
+struct cache_obj_info {
+	char name[CACHE_NAME_LEN + 1];
+	int damaged;			/* metadata unreadable: other fields 0 */
+	uint8_t key[CACHE_KEY_MAX];
+	size_t keylen;
+	uint8_t coh[CACHE_COH_MAX];
+	size_t cohlen;
+	uint64_t size;			/* logical object size */
+	uint32_t block_size;
+	uint64_t blocks_total;		/* blocks of size */
+	uint64_t blocks_present;	/* per the presence bitmap */
+	uint64_t cached_bytes;		/* logical bytes of present blocks */
+	uint64_t alloc_bytes;		/* allocated on disk, data + meta */
+	uint64_t last_use_ns;		/* CLOCK_REALTIME ns, 0 if unknown */
+	int open_refs;			/* references in this process */
+};
+
+/* Call fn for every object, read from disk, in no particular order. A
+ * non-zero return of fn stops the walk and is returned. Any mode. */
+int cache_iterate(struct cache *c,
+		  int (*fn)(const struct cache_obj_info *info, void *arg),
+		  void *arg);
+/* One object by name (-ENOENT if none). Any mode. */
+int cache_obj_info(struct cache *c, const char *name,
+		   struct cache_obj_info *info);
+/* Verify every present block of one object (name) or of all (name NULL).
+ * *bad gets the damaged blocks (an object with damaged metadata counts 1).
+ * repair: drop them (and remove objects whose metadata is damaged); needs
+ * OWNER or MODIFY mode, else -EROFS. 0 or -errno. */
+int cache_verify(struct cache *c, const char *name, int repair,
+		 uint64_t *bad);
+/* Evict one object (name) or every object (name NULL): files removed, or,
+ * for an object referenced in this process, its data dropped. Needs OWNER
+ * or MODIFY mode (-EROFS). 0, -ENOENT, or -errno. */
+int cache_evict(struct cache *c, const char *name);
+/* Cull least-recently-used objects until at most target allocated bytes
+ * remain (OWNER/MODIFY). Returns the objects culled or -errno. */
+int cache_cull_to(struct cache *c, uint64_t target);
+
+/* Fault injection in front of every backing-store call (kernel
+ * cachefiles_inject_write_error() style). The next count calls of the kinds
+ * in ops (count < 0: every call; 0: off) fail with -err instead of reaching
+ * the disk. The environment variables CACHEGW_INJECT_WRITE_ERROR and
+ * CACHEGW_INJECT_READ_ERROR=ERRNO[:COUNT] (ERRNO a number or a name such as
+ * EIO, ENOSPC) set the same at cache_open. */
+enum {
+	CACHE_INJECT_READ = 1,		/* data and metadata reads */
+	CACHE_INJECT_WRITE = 2,		/* data/metadata writes, truncates */
+};
+void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
+
+#endif

@@ -1,0 +1,310 @@
+/* inode.c - the inode table: FUSE node-id <-> origin file handle.
+ *
+ * Two chained hash tables over the same inodes, one keyed by node-id (what
+ * the kernel sends) and one by origin file handle (what LOOKUP/READDIRPLUS
+ * return), so one origin file is one inode. Node-ids come from a counter
+ * and are never reused within a run. An inode lives while the kernel holds
+ * lookup references to it (nlookup); the root lives forever.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+#define ITABLE_MIN_BUCKETS 1024
+
+static size_t fh_hash(const struct nfsc_fh *fh, size_t nb)
+{
+	return (size_t)XXH3_64bits(fh->data, fh->len) & (nb - 1);
+}
+
+static size_t id_hash(uint64_t nodeid, size_t nb)
+{
+	/* Node-ids are sequential: a multiplicative mix spreads them. */
+	return (size_t)((nodeid * 0x9E3779B97F4A7C15ull) >> 17) & (nb - 1);
+}
+
+static bool fh_equal(const struct nfsc_fh *a, const struct nfsc_fh *b)
+{
+	return a->len == b->len && !memcmp(a->data, b->data, a->len);
+}
+
+static struct gw_inode *inode_new(const struct nfsc_fh *fh, uint64_t nodeid)
+{
+	struct gw_inode *ino = calloc(1, sizeof(*ino));
+
+	if (!ino)
+		return NULL;
+	ino->nodeid = nodeid;
+	ino->fh = *fh;
+	pthread_mutex_init(&ino->lock, NULL);
+	return ino;
+}
+
+static void insert_locked(struct gw_itable *t, struct gw_inode *ino)
+{
+	size_t hi = id_hash(ino->nodeid, t->nbuckets);
+	size_t hf = fh_hash(&ino->fh, t->nbuckets);
+
+	ino->next_id = t->by_id[hi];
+	t->by_id[hi] = ino;
+	ino->next_fh = t->by_fh[hf];
+	t->by_fh[hf] = ino;
+	t->count++;
+}
+
+/* Double the bucket arrays when the table gets crowded; on allocation
+ * failure keep the old ones (longer chains, still correct). */
+static void grow_locked(struct gw_itable *t)
+{
+	size_t nb = t->nbuckets * 2, i;
+	struct gw_inode **by_id = calloc(nb, sizeof(*by_id));
+	struct gw_inode **by_fh = calloc(nb, sizeof(*by_fh));
+	struct gw_inode *ino, *next;
+
+	if (!by_id || !by_fh) {
+		free(by_id);
+		free(by_fh);
+		return;
+	}
+	for (i = 0; i < t->nbuckets; i++) {
+		for (ino = t->by_id[i]; ino; ino = next) {
+			size_t hi = id_hash(ino->nodeid, nb);
+			size_t hf = fh_hash(&ino->fh, nb);
+
+			next = ino->next_id;
+			ino->next_id = by_id[hi];
+			by_id[hi] = ino;
+			ino->next_fh = by_fh[hf];
+			by_fh[hf] = ino;
+		}
+	}
+	free(t->by_id);
+	free(t->by_fh);
+	t->by_id = by_id;
+	t->by_fh = by_fh;
+	t->nbuckets = nb;
+}
+
+int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	t->nbuckets = ITABLE_MIN_BUCKETS;
+	t->by_id = calloc(t->nbuckets, sizeof(*t->by_id));
+	t->by_fh = calloc(t->nbuckets, sizeof(*t->by_fh));
+	t->root = inode_new(rootfh, FUSE_ROOT_ID);
+	if (!t->by_id || !t->by_fh || !t->root) {
+		free(t->by_id);
+		free(t->by_fh);
+		free(t->root);
+		return -ENOMEM;
+	}
+	t->root->nlookup = 1;	/* the kernel never forgets the root */
+	insert_locked(t, t->root);
+	t->next_nodeid = FUSE_ROOT_ID + 1;
+	return 0;
+}
+
+static void inode_free(struct gw *gw, struct gw_inode *ino)
+{
+	(void)gw;
+	if (ino->obj)
+		cache_obj_put(ino->obj);
+	pthread_mutex_destroy(&ino->lock);
+	free(ino);
+}
+
+void gw_itable_free(struct gw *gw)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino, *next;
+	size_t i;
+
+	for (i = 0; t->by_id && i < t->nbuckets; i++) {
+		for (ino = t->by_id[i]; ino; ino = next) {
+			next = ino->next_id;
+			inode_free(gw, ino);
+		}
+	}
+	free(t->by_id);
+	free(t->by_fh);
+	pthread_mutex_destroy(&t->lock);
+	memset(t, 0, sizeof(*t));
+}
+
+static struct gw_inode *find_id_locked(struct gw_itable *t, uint64_t nodeid)
+{
+	struct gw_inode *ino = t->by_id[id_hash(nodeid, t->nbuckets)];
+
+	while (ino && ino->nodeid != nodeid)
+		ino = ino->next_id;
+	return ino;
+}
+
+struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
+{
+	struct gw_inode *ino;
+
+	pthread_mutex_lock(&gw->it.lock);
+	ino = find_id_locked(&gw->it, nodeid);
+	pthread_mutex_unlock(&gw->it.lock);
+	return ino;
+}
+
+struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
+			      const struct nfsc_attr *attr)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino;
+
+	pthread_mutex_lock(&t->lock);
+	ino = t->by_fh[fh_hash(fh, t->nbuckets)];
+	while (ino && !fh_equal(&ino->fh, fh))
+		ino = ino->next_fh;
+	if (!ino) {
+		ino = inode_new(fh, t->next_nodeid);
+		if (!ino) {
+			pthread_mutex_unlock(&t->lock);
+			return NULL;
+		}
+		t->next_nodeid++;
+		if (t->count >= t->nbuckets)
+			grow_locked(t);
+		insert_locked(t, ino);
+	}
+	ino->nlookup++;
+	pthread_mutex_unlock(&t->lock);
+	if (attr)
+		gw_inode_set_attr(ino, attr);
+	return ino;
+}
+
+static void unlink_locked(struct gw_itable *t, struct gw_inode *ino)
+{
+	struct gw_inode **pp;
+
+	for (pp = &t->by_id[id_hash(ino->nodeid, t->nbuckets)]; *pp;
+	     pp = &(*pp)->next_id) {
+		if (*pp == ino) {
+			*pp = ino->next_id;
+			break;
+		}
+	}
+	for (pp = &t->by_fh[fh_hash(&ino->fh, t->nbuckets)]; *pp;
+	     pp = &(*pp)->next_fh) {
+		if (*pp == ino) {
+			*pp = ino->next_fh;
+			break;
+		}
+	}
+	t->count--;
+}
+
+void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino;
+
+	pthread_mutex_lock(&t->lock);
+	ino = find_id_locked(t, nodeid);
+	if (!ino || ino == t->root) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	ino->nlookup = ino->nlookup > n ? ino->nlookup - n : 0;
+	if (ino->nlookup == 0)
+		unlink_locked(t, ino);
+	else
+		ino = NULL;
+	pthread_mutex_unlock(&t->lock);
+	if (ino)
+		inode_free(gw, ino);
+}
+
+void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
+{
+	pthread_mutex_lock(&ino->lock);
+	ino->attr = *attr;
+	clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
+	ino->attr_valid = true;
+	pthread_mutex_unlock(&ino->lock);
+}
+
+static double elapsed_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *a)
+{
+	const struct gw_opts *o = gw->o;
+	bool dir = a->type == NFSC_DIR;
+	double lo = dir ? o->acdirmin : o->acregmin;
+	double hi = dir ? o->acdirmax : o->acregmax;
+	struct timespec now;
+	double age, ttl;
+
+	/* Like the NFS client: a file that changed long ago is likely to stay
+	 * unchanged, so trust it for a tenth of its age, within [min, max]. */
+	clock_gettime(CLOCK_REALTIME, &now);
+	age = (double)(now.tv_sec - a->mtime.tv_sec);
+	ttl = age / 10;
+	if (ttl < lo)
+		ttl = lo;
+	if (ttl > hi)
+		ttl = hi;
+	return ttl;
+}
+
+int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
+			 struct nfsc_attr *out)
+{
+	int ret = -ENODATA;
+
+	pthread_mutex_lock(&ino->lock);
+	if (ino->attr_valid &&
+	    elapsed_since(&ino->attr_at) < gw_attr_ttl(gw, &ino->attr)) {
+		*out = ino->attr;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
+}
+
+void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
+		     struct stat *st)
+{
+	static const mode_t fmt[] = {
+		[NFSC_REG] = S_IFREG, [NFSC_DIR] = S_IFDIR,
+		[NFSC_BLK] = S_IFBLK, [NFSC_CHR] = S_IFCHR,
+		[NFSC_LNK] = S_IFLNK, [NFSC_SOCK] = S_IFSOCK,
+		[NFSC_FIFO] = S_IFIFO,
+	};
+
+	(void)nodeid;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->fileid;		/* the origin's fileid, as promised */
+	st->st_mode = (a->type <= NFSC_FIFO ? fmt[a->type] : S_IFREG) |
+		      (a->mode & 07777);
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)((a->used + 511) / 512);
+	st->st_rdev = makedev(a->rdev_major, a->rdev_minor);
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}

@@ -1,0 +1,232 @@
+/* main.c - cachegw: mount an NFS export through FUSE with a disk cache.
+ *
+ * Start-up order matters for honest errors: the process forks first (unless
+ * -f) and the parent waits on a pipe until the child has reached the origin,
+ * opened the cache and mounted, so every failure is printed on the user's
+ * terminal and reflected in the exit status, and no thread is lost to a fork
+ * after it was started.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+#define EXIT_USAGE 2
+
+/* Fork; the parent waits for the child's verdict and exits with it. */
+static int daemon_start(int *notify_fd)
+{
+	int p[2];
+	pid_t pid;
+	unsigned char status;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &status, 1) != 1)
+			status = EXIT_FAILURE;	/* died before saying */
+		_exit(status);
+	}
+	close(p[0]);
+	setsid();
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void daemon_notify(int *notify_fd, unsigned char status)
+{
+	if (*notify_fd < 0)
+		return;
+	if (write(*notify_fd, &status, 1) != 1)
+		perror("cachegw: notify parent");
+	close(*notify_fd);
+	*notify_fd = -1;
+}
+
+static void daemon_detach(const struct gw_opts *o)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (chdir("/") < 0)
+		perror("cachegw: chdir /");
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		close(fd);
+	}
+	if (gw_log_detach(o->logfile) < 0)
+		fprintf(stderr, "cachegw: cannot set up logging\n");
+}
+
+static int check_mountpoint(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "cachegw: mountpoint '%s': %s\n", mnt,
+			strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cachegw: mountpoint '%s' is not a directory\n",
+			mnt);
+		return -1;
+	}
+	return 0;
+}
+
+/* fsname= shows the source in /proc/mounts; escape what fuse_opt splits. */
+static int add_mount_opts(struct gw_opts *o)
+{
+	size_t len = strlen(o->source);
+	char *opts = malloc(len * 2 + 128), *p;
+	const char *s;
+	int ret;
+
+	if (!opts)
+		return -ENOMEM;
+	p = opts + sprintf(opts, "max_read=%u,default_permissions,"
+			   "subtype=cachegw%s%s,fsname=", 1u << 20,
+			   o->allow_other ? ",allow_other" : "",
+			   o->ro ? ",ro" : "");
+	for (s = o->source; *s; s++) {
+		if (*s == ',' || *s == '\\')
+			*p++ = '\\';
+		*p++ = *s;
+	}
+	*p = 0;
+	ret = fuse_opt_add_arg(&o->fuse_args, "-o");
+	if (!ret)
+		ret = fuse_opt_add_arg(&o->fuse_args, opts);
+	if (!ret && o->debug)
+		ret = fuse_opt_add_arg(&o->fuse_args, "-d");
+	free(opts);
+	return ret ? -ENOMEM : 0;
+}
+
+static int open_origin(struct gw *gw)
+{
+	struct nfsc_opts no = {
+		.nconnect = gw->o->nconnect,
+		.rsize = gw->o->rsize,
+		.wsize = gw->o->wsize,
+		.timeo = gw->o->timeo,
+		.retrans = gw->o->retrans,
+		.soft = gw->o->soft,
+	};
+	char err[512];
+	int ret;
+
+	ret = nfsc_open(gw->o->source, &no, &gw->nfs, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "cachegw: %s\n", err);
+	return ret;
+}
+
+static int run(struct gw_opts *o)
+{
+	struct gw gw = { .o = o };
+	struct fuse_loop_config *cfg = NULL;
+	int notify_fd = -1;
+	int ret = EXIT_FAILURE;
+
+	if (!o->foreground && daemon_start(&notify_fd) < 0) {
+		perror("cachegw: fork");
+		return EXIT_FAILURE;
+	}
+	/* 1. the origin */
+	if (open_origin(&gw))
+		goto out;
+	if (gw_itable_init(&gw.it, nfsc_root(gw.nfs))) {
+		fprintf(stderr, "cachegw: out of memory\n");
+		goto out_nfs;
+	}
+	/* 2. the FUSE session and the mount */
+	if (add_mount_opts(o)) {
+		fprintf(stderr, "cachegw: out of memory\n");
+		goto out_itable;
+	}
+	gw.se = fuse_session_new(&o->fuse_args, &gw_oper, sizeof(gw_oper),
+				 &gw);
+	if (!gw.se) {
+		fprintf(stderr, "cachegw: cannot create the FUSE session "
+			"(bad mount options?)\n");
+		goto out_itable;
+	}
+	if (fuse_set_signal_handlers(gw.se)) {
+		fprintf(stderr, "cachegw: cannot install signal handlers\n");
+		goto out_session;
+	}
+	if (fuse_session_mount(gw.se, o->mountpoint)) {
+		fprintf(stderr, "cachegw: cannot mount on '%s' (is /dev/fuse "
+			"available and are you allowed to mount?)\n",
+			o->mountpoint);
+		goto out_signals;
+	}
+	/* 3. service threads, now that no fork follows */
+	if (nfsc_start(gw.nfs)) {
+		fprintf(stderr, "cachegw: cannot start connection threads\n");
+		goto out_unmount;
+	}
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		fprintf(stderr, "cachegw: out of memory\n");
+		goto out_unmount;
+	}
+	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	if (!o->foreground) {
+		daemon_notify(&notify_fd, EXIT_SUCCESS);
+		daemon_detach(o);
+	}
+	ret = fuse_session_loop_mt(gw.se, cfg) ? EXIT_FAILURE : EXIT_SUCCESS;
+	fuse_loop_cfg_destroy(cfg);
+out_unmount:
+	fuse_session_unmount(gw.se);
+out_signals:
+	fuse_remove_signal_handlers(gw.se);
+out_session:
+	fuse_session_destroy(gw.se);
+out_itable:
+	/* The threads may still complete calls into inodes: stop them
+	 * first. */
+	nfsc_close(gw.nfs);
+	gw.nfs = NULL;
+	gw_itable_free(&gw);
+out_nfs:
+	nfsc_close(gw.nfs);
+out:
+	daemon_notify(&notify_fd, (unsigned char)ret);
+	gw_log_stop();
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct gw_opts o;
+	int ret;
+
+	ret = gw_opts_parse(argc, argv, &o);
+	if (ret) {
+		gw_opts_free(&o);
+		return ret > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+	}
+	if (check_mountpoint(o.mountpoint)) {
+		gw_opts_free(&o);
+		return EXIT_FAILURE;
+	}
+	ret = run(&o);
+	gw_opts_free(&o);
+	return ret;
+}

@@ -1,0 +1,437 @@
+/* ops.c - FUSE low-level operations.
+ *
+ * Every operation turns the origin's -errno into fuse_reply_err() here and
+ * nowhere else. Calls carry the FUSE caller's credentials.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+static struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[NFSC_NGROUPS_MAX];
+	int n, i;
+
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = ctx->uid;
+	cr->gid = ctx->gid;
+	n = fuse_req_getgroups(req, NFSC_NGROUPS_MAX, groups);
+	if (n > NFSC_NGROUPS_MAX)
+		n = NFSC_NGROUPS_MAX;	/* AUTH_SYS carries 16 */
+	for (i = 0; i < n; i++)
+		cr->groups[i] = groups[i];
+	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+}
+
+static void gw_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* 1 MiB requests: fewer round trips through the kernel. */
+	conn->max_readahead = 1u << 20;
+	conn->max_write = 1u << 20;
+	conn->max_read = 1u << 20;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	/* Readdir does not pre-populate only the names we return. */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+}
+
+/* Fill a fuse_entry_param for ino with attributes a. */
+static void make_entry(struct gw *gw, struct gw_inode *ino,
+		       const struct nfsc_attr *a, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino->nodeid;
+	e->generation = 0;
+	gw_attr_to_stat(a, ino->nodeid, &e->attr);
+	e->attr_timeout = gw_attr_ttl(gw, a);
+	e->entry_timeout = gw->o->acdirmin;
+}
+
+/* LOOKUP name in parent; on success ino holds a new kernel reference. */
+static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
+		     const char *name, struct fuse_entry_param *e)
+{
+	struct nfsc_cred cr;
+	struct nfsc_fh fh;
+	struct nfsc_attr a;
+	struct gw_inode *ino;
+	bool has_attr = false;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
+	if (ret)
+		return ret;
+	if (!has_attr) {
+		ret = nfsc_getattr(gw->nfs, &cr, &fh, &a);
+		if (ret)
+			return ret;
+	}
+	ino = gw_inode_ref(gw, &fh, &a);
+	if (!ino)
+		return -ENOMEM;
+	make_entry(gw, ino, &a, e);
+	return 0;
+}
+
+static void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *p = gw_inode_find(gw, parent);
+	struct fuse_entry_param e;
+	int ret;
+
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ret = do_lookup(gw, req, p, name, &e);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void gw_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	gw_inode_forget(req_gw(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void gw_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct gw *gw = req_gw(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		gw_inode_forget(gw, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* Fresh attributes: from the attribute cache unless force, else GETATTR. */
+static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		    bool force, struct nfsc_attr *a)
+{
+	struct nfsc_cred cr;
+	int ret;
+
+	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
+		return 0;
+	gw_req_cred(req, &cr);
+	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
+	if (!ret)
+		gw_inode_set_attr(ino, a);
+	return ret;
+}
+
+static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
+		       struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_attr a;
+	struct stat st;
+	int ret;
+
+	(void)fi;
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ret = get_attr(gw, req, ino, false, &a);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	gw_attr_to_stat(&a, nodeid, &st);
+	fuse_reply_attr(req, &st, gw_attr_ttl(gw, &a));
+}
+
+static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	char target[4097];
+	struct nfsc_cred cr;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	gw_req_cred(req, &cr);
+	ret = nfsc_readlink(gw->nfs, &cr, &ino->fh, target, sizeof(target));
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* ---- directories ---- */
+
+struct gw_dir {
+	struct nfsc_dirlist list;	/* the whole directory, read at open */
+};
+
+static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
+		       struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_cred cr;
+	struct gw_dir *d;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* One snapshot per open: offsets are indexes into it, so a reader
+	 * that seeks back sees the same names in the same order. */
+	gw_req_cred(req, &cr);
+	ret = nfsc_readdir_all(gw->nfs, &cr, &ino->fh, &d->list);
+	if (ret) {
+		free(d);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		nfsc_dirlist_free(&d->list);
+		free(d);
+	}
+}
+
+static bool is_dot(const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
+static mode_t dirent_mode(const struct nfsc_dirent *de)
+{
+	struct stat st;
+
+	if (!de->has_attr)
+		return 0;
+	gw_attr_to_stat(&de->attr, 0, &st);
+	return st.st_mode;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	char *buf, *p;
+	size_t left = size, i;
+
+	(void)nodeid;
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p = buf;
+	for (i = (size_t)off; i < d->list.n; i++) {
+		const struct nfsc_dirent *de = &d->list.ents[i];
+		struct fuse_entry_param e;
+		struct gw_inode *ino;
+		size_t need;
+
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = de->fileid;
+		e.attr.st_mode = dirent_mode(de);
+		if (!plus) {
+			need = fuse_add_direntry(req, p, left, de->name,
+						 &e.attr, (off_t)(i + 1));
+			if (need > left)
+				break;
+			p += need;
+			left -= need;
+			continue;
+		}
+		/* Measure first: an entry that does not fit must not take a
+		 * lookup reference the kernel will never forget. */
+		need = fuse_add_direntry_plus(req, NULL, 0, de->name, NULL, 0);
+		if (need > left)
+			break;
+		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
+			ino = gw_inode_ref(gw, &de->fh, &de->attr);
+			if (ino)
+				make_entry(gw, ino, &de->attr, &e);
+		}
+		/* Entries without handle or attributes get ino 0: the kernel
+		 * will LOOKUP them when it needs them. */
+		fuse_add_direntry_plus(req, p, left, de->name, &e,
+				       (off_t)(i + 1));
+		p += need;
+		left -= need;
+	}
+	fuse_reply_buf(req, buf, size - left);
+	free(buf);
+}
+
+static void gw_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, false);
+}
+
+static void gw_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, true);
+}
+
+static void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
+			  struct fuse_file_info *fi)
+{
+	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+
+	(void)nodeid;
+	nfsc_dirlist_free(&d->list);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- files ---- */
+
+static bool same_version(const struct nfsc_attr *a, const struct nfsc_attr *b)
+{
+	return a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
+		    struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_attr a;
+	struct gw_file *f;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* Close-to-open: ask the origin unless nocto. */
+	ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	gw_req_cred(req, &f->cred);
+	pthread_mutex_lock(&ino->lock);
+	/* Unchanged since the last open: the kernel's pages are still good. */
+	fi->keep_cache = ino->opened_before && same_version(&ino->open_attr, &a);
+	ino->open_attr = a;
+	ino->opened_before = true;
+	pthread_mutex_unlock(&ino->lock);
+	fi->fh = (uintptr_t)f;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		free(f);
+}
+
+static void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	gw_read(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, size, off);
+}
+
+static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
+		       struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct gw *gw = req_gw(req);
+	struct nfsc_fsstat fs;
+	struct nfsc_cred cr;
+	struct statvfs sv;
+	const unsigned long bs = 4096;
+	int ret;
+
+	(void)nodeid;
+	gw_req_cred(req, &cr);
+	ret = nfsc_fsstat(gw->nfs, &cr, nfsc_root(gw->nfs), &fs);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = bs;
+	sv.f_frsize = bs;
+	sv.f_blocks = fs.tbytes / bs;
+	sv.f_bfree = fs.fbytes / bs;
+	sv.f_bavail = fs.abytes / bs;
+	sv.f_files = fs.tfiles;
+	sv.f_ffree = fs.ffiles;
+	sv.f_favail = fs.afiles;
+	sv.f_namemax = NFSC_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+const struct fuse_lowlevel_ops gw_oper = {
+	.init = gw_init,
+	.lookup = gw_lookup,
+	.forget = gw_forget,
+	.forget_multi = gw_forget_multi,
+	.getattr = gw_getattr,
+	.readlink = gw_readlink,
+	.opendir = gw_opendir,
+	.readdir = gw_readdir,
+	.readdirplus = gw_readdirplus,
+	.releasedir = gw_releasedir,
+	.open = gw_open,
+	.read = gw_read_op,
+	.release = gw_release,
+	.statfs = gw_statfs,
+};

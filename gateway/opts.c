@@ -1,0 +1,327 @@
+/* opts.c - command line: `cachegw SOURCE MOUNTPOINT [-f] [-o OPT[,OPT...]]`.
+ *
+ * Option names follow nfs(5), cachefilesd.conf and FUSE where one exists.
+ * Anything that is neither ours nor a mount option libfuse understands is
+ * an error, so a typo never silently changes behaviour.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "cache.h"
+#include "gw_i.h"
+
+enum {
+	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
+	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
+	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE,
+};
+
+#define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
+static const struct fuse_opt gw_optspec[] = {
+	OPT("cache_dir=%s", cache_dir),
+	OPT("nconnect=%u", nconnect),
+	OPT("rsize=%u", rsize),
+	OPT("wsize=%u", wsize),
+	OPT("timeo=%u", timeo),
+	OPT("retrans=%u", retrans),
+	OPT("acregmin=%u", acregmin),
+	OPT("acregmax=%u", acregmax),
+	OPT("acdirmin=%u", acdirmin),
+	OPT("acdirmax=%u", acdirmax),
+	OPT("brun=%u", brun),
+	OPT("bcull=%u", bcull),
+	OPT("bstop=%u", bstop),
+	OPT("max_threads=%u", max_threads),
+	OPT("logfile=%s", logfile),
+	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
+	FUSE_OPT_KEY("cache_size=", KEY_SIZE),
+	FUSE_OPT_KEY("cache_block=", KEY_BLOCK),
+	FUSE_OPT_KEY("cache_write=", KEY_WRITE),
+	FUSE_OPT_KEY("readahead=", KEY_RA),
+	FUSE_OPT_KEY("soft", KEY_SOFT),
+	FUSE_OPT_KEY("hard", KEY_HARD),
+	FUSE_OPT_KEY("nocto", KEY_NOCTO),
+	FUSE_OPT_KEY("cto", KEY_CTO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("rw", KEY_IGNORE),
+	/* Passed to the kernel/libfuse as they are. */
+	FUSE_OPT_KEY("default_permissions", KEY_IGNORE),
+	FUSE_OPT_KEY("nosuid", KEY_PASS),
+	FUSE_OPT_KEY("suid", KEY_PASS),
+	FUSE_OPT_KEY("nodev", KEY_PASS),
+	FUSE_OPT_KEY("dev", KEY_PASS),
+	FUSE_OPT_KEY("noexec", KEY_PASS),
+	FUSE_OPT_KEY("exec", KEY_PASS),
+	FUSE_OPT_KEY("noatime", KEY_PASS),
+	FUSE_OPT_KEY("atime", KEY_PASS),
+	FUSE_OPT_KEY("relatime", KEY_PASS),
+	FUSE_OPT_KEY("sync", KEY_PASS),
+	FUSE_OPT_KEY("async", KEY_PASS),
+	FUSE_OPT_KEY("dirsync", KEY_PASS),
+	/* fstab words mount.fuse3 may leave in. */
+	FUSE_OPT_KEY("defaults", KEY_IGNORE),
+	FUSE_OPT_KEY("_netdev", KEY_IGNORE),
+	FUSE_OPT_KEY("nofail", KEY_IGNORE),
+	FUSE_OPT_KEY("auto", KEY_IGNORE),
+	FUSE_OPT_KEY("noauto", KEY_IGNORE),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_KEY("-f", KEY_FG),
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_END
+};
+
+/* fuse_opt_parse fills templates at offsets from its data pointer: the
+ * options must come first. */
+struct parse_ctx {
+	struct gw_opts o;
+	int result;		/* 0 ok, 1 done (help), -1 error */
+	int positional;
+};
+
+void gw_usage(const char *prog)
+{
+	printf(
+"usage: %s nfs://SERVER/EXPORT[?nfsport=N&mountport=N] MOUNTPOINT [-f] [-o OPTIONS]\n"
+"\n"
+"Mounts an NFS export through FUSE with a persistent, checksummed cache.\n"
+"\n"
+"  -f                   stay in the foreground (log to stderr)\n"
+"  -d, -o debug         FUSE debug output (implies -f)\n"
+"  -h, --help           this help;  -V, --version  the version\n"
+"\n"
+"Options (-o, comma separated):\n"
+"  cache_dir=DIR        the cache directory (required)\n"
+"  cache_size=BYTES     hard cap on cached bytes (K/M/G/T suffixes)\n"
+"  cache_block=BYTES    block size of new caches, power of two 4K..4M [256K]\n"
+"  cache_write=MODE     direct | dontcache | buffered | fadvise [direct]\n"
+"  brun=%%,bcull=%%,bstop=%% free-space thresholds of the cache fs [10,7,3]\n"
+"  readahead=BYTES      largest readahead window [8M]\n"
+"  nconnect=N           connections to the origin [4]\n"
+"  rsize=,wsize=BYTES   caps on READ/WRITE sizes [server's maximum]\n"
+"  hard | soft          retry forever, or fail after retrans [hard]\n"
+"  timeo=DS,retrans=N   deciseconds before a retry [600], retries [3]\n"
+"  actimeo=S            sets acregmin, acregmax, acdirmin, acdirmax\n"
+"  acregmin=S,acregmax=S,acdirmin=S,acdirmax=S  attribute cache [3,60,30,60]\n"
+"  nocto                no attribute check on open\n"
+"  allow_other          let other users use the mount\n"
+"  ro                   read-only mount\n"
+"  max_threads=N        FUSE worker threads [16]\n"
+"  logfile=PATH         log here when in the background [syslog]\n",
+	       prog);
+}
+
+/* "64M" -> bytes. Returns 0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || (mul > 1 && v > UINT64_MAX / mul))
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int bad_value(struct parse_ctx *p, const char *arg, const char *why)
+{
+	fprintf(stderr, "cachegw: invalid option '%s': %s\n", arg, why);
+	p->result = -1;
+	return -1;
+}
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct parse_ctx *p = data;
+	struct gw_opts *o = &p->o;
+	const char *val = strchr(arg, '=');
+	uint64_t v;
+
+	(void)outargs;
+	val = val ? val + 1 : "";
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (p->positional == 0)
+			o->source = strdup(arg);
+		else if (p->positional == 1)
+			o->mountpoint = strdup(arg);
+		else {
+			fprintf(stderr, "cachegw: unexpected argument '%s' "
+				"(usage: cachegw SOURCE MOUNTPOINT [-o OPTIONS])\n",
+				arg);
+			p->result = -1;
+			return -1;
+		}
+		p->positional++;
+		return 0;
+	case FUSE_OPT_KEY_OPT:
+		if (arg[0] == '-')
+			fprintf(stderr, "cachegw: unknown option '%s' (see "
+				"cachegw --help)\n", arg);
+		else
+			fprintf(stderr, "cachegw: unknown option '-o %s' (see "
+				"cachegw --help)\n", arg);
+		p->result = -1;
+		return -1;
+	case KEY_HELP:
+		gw_usage("cachegw");
+		p->result = 1;
+		return -1;
+	case KEY_VERSION:
+		printf("cachegw %s\n", CACHEGW_VERSION);
+		p->result = 1;
+		return -1;
+	case KEY_FG:
+		o->foreground = true;
+		return 0;
+	case KEY_DEBUG:
+		o->debug = o->foreground = true;
+		return 0;
+	case KEY_ACTIMEO:
+		if (parse_size(val, &v) || v > 86400 * 365)
+			return bad_value(p, arg, "expected seconds");
+		o->acregmin = o->acregmax = o->acdirmin = o->acdirmax =
+			(unsigned)v;
+		return 0;
+	case KEY_SIZE:
+		if (parse_size(val, &v))
+			return bad_value(p, arg, "expected bytes, e.g. 16G");
+		o->cache_size = v;
+		return 0;
+	case KEY_BLOCK:
+		if (parse_size(val, &v) || v < CACHE_BLOCK_MIN ||
+		    v > CACHE_BLOCK_MAX || (v & (v - 1)))
+			return bad_value(p, arg,
+					 "expected a power of two, 4K to 4M");
+		o->cache_block = (uint32_t)v;
+		return 0;
+	case KEY_WRITE:
+		if (!strcmp(val, "direct"))
+			o->cache_write = CACHE_WRITE_DIRECT;
+		else if (!strcmp(val, "dontcache"))
+			o->cache_write = CACHE_WRITE_DONTCACHE;
+		else if (!strcmp(val, "buffered"))
+			o->cache_write = CACHE_WRITE_BUFFERED;
+		else if (!strcmp(val, "fadvise"))
+			o->cache_write = CACHE_WRITE_FADVISE;
+		else
+			return bad_value(p, arg, "expected direct, dontcache, "
+					 "buffered or fadvise");
+		return 0;
+	case KEY_RA:
+		if (parse_size(val, &v) || v > (1ull << 30))
+			return bad_value(p, arg, "expected bytes up to 1G");
+		o->readahead = v;
+		return 0;
+	case KEY_SOFT:
+		o->soft = true;
+		return 0;
+	case KEY_HARD:
+		o->soft = false;
+		return 0;
+	case KEY_NOCTO:
+		o->nocto = true;
+		return 0;
+	case KEY_CTO:
+		o->nocto = false;
+		return 0;
+	case KEY_ALLOW_OTHER:
+		o->allow_other = true;
+		return 0;
+	case KEY_RO:
+		o->ro = true;
+		return 0;
+	case KEY_IGNORE:
+		return 0;
+	case KEY_PASS:
+		return 1;	/* keep it for libfuse */
+	}
+	return 1;
+}
+
+int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct parse_ctx pc;
+	struct gw_opts *o = &pc.o;
+
+	memset(&pc, 0, sizeof(pc));
+	o->acregmin = 3;
+	o->acregmax = 60;
+	o->acdirmin = 30;
+	o->acdirmax = 60;
+	o->readahead = 8u << 20;
+	o->brun = 10;
+	o->bcull = 7;
+	o->bstop = 3;
+	o->max_threads = 16;
+	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
+	    pc.result) {
+		fuse_opt_free_args(&args);
+		*out = *o;
+		return pc.result > 0 ? 1 : -1;
+	}
+	o->fuse_args = args;
+	*out = *o;
+	o = out;
+	if (!o->source || !o->mountpoint) {
+		fprintf(stderr, "cachegw: missing %s (usage: cachegw "
+			"nfs://SERVER/EXPORT MOUNTPOINT [-o OPTIONS])\n",
+			o->source ? "MOUNTPOINT" : "SOURCE and MOUNTPOINT");
+		return -1;
+	}
+	if (o->acregmin > o->acregmax)
+		o->acregmax = o->acregmin;
+	if (o->acdirmin > o->acdirmax)
+		o->acdirmax = o->acdirmin;
+	if (o->max_threads < 1 || o->max_threads > 1024) {
+		fprintf(stderr, "cachegw: invalid option 'max_threads': "
+			"expected 1 to 1024\n");
+		return -1;
+	}
+	if (o->nconnect > 64) {
+		fprintf(stderr, "cachegw: invalid option 'nconnect=%u': "
+			"expected 1 to 64\n", o->nconnect);
+		return -1;
+	}
+	if (!(o->brun > o->bcull && o->bcull > o->bstop && o->brun < 100)) {
+		fprintf(stderr, "cachegw: invalid options brun=%u, bcull=%u, "
+			"bstop=%u: need 100 > brun > bcull > bstop\n",
+			o->brun, o->bcull, o->bstop);
+		return -1;
+	}
+	return 0;
+}
+
+void gw_opts_free(struct gw_opts *o)
+{
+	fuse_opt_free_args(&o->fuse_args);
+	free(o->source);
+	free(o->mountpoint);
+	free(o->cache_dir);
+	free(o->logfile);
+}

@@ -1,0 +1,545 @@
+/* calls.c - one async call per NFSv3 procedure.
+ *
+ * Each call builds a request (nfsc_req_new), queues it on a connection
+ * (nfsc_submit). On the service thread, its issue function encodes the
+ * arguments with rpc_nfs3_*_async; its reply callback decodes the result
+ * into the caller's output structures and completes the request.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfsc_i.h"
+
+int nfsc_status_to_errno(int st)
+{
+	switch (st) {
+	case NFS3_OK: return 0;
+	case NFS3ERR_PERM: return -EPERM;
+	case NFS3ERR_NOENT: return -ENOENT;
+	case NFS3ERR_IO: return -EIO;
+	case NFS3ERR_NXIO: return -ENXIO;
+	case NFS3ERR_ACCES: return -EACCES;
+	case NFS3ERR_EXIST: return -EEXIST;
+	case NFS3ERR_XDEV: return -EXDEV;
+	case NFS3ERR_NODEV: return -ENODEV;
+	case NFS3ERR_NOTDIR: return -ENOTDIR;
+	case NFS3ERR_ISDIR: return -EISDIR;
+	case NFS3ERR_INVAL: return -EINVAL;
+	case NFS3ERR_FBIG: return -EFBIG;
+	case NFS3ERR_NOSPC: return -ENOSPC;
+	case NFS3ERR_ROFS: return -EROFS;
+	case NFS3ERR_MLINK: return -EMLINK;
+	case NFS3ERR_NAMETOOLONG: return -ENAMETOOLONG;
+	case NFS3ERR_NOTEMPTY: return -ENOTEMPTY;
+	case NFS3ERR_DQUOT: return -EDQUOT;
+	case NFS3ERR_STALE: return -ESTALE;
+	case NFS3ERR_REMOTE: return -EREMOTE;
+	case NFS3ERR_BADHANDLE: return -ESTALE;
+	case NFS3ERR_NOT_SYNC: return -EIO;
+	case NFS3ERR_BAD_COOKIE: return -EINVAL;	/* the directory changed under us */
+	case NFS3ERR_NOTSUPP: return -EOPNOTSUPP;
+	case NFS3ERR_TOOSMALL: return -EINVAL;
+	case NFS3ERR_SERVERFAULT: return -EREMOTEIO;
+	case NFS3ERR_BADTYPE: return -EINVAL;
+	case NFS3ERR_JUKEBOX: return -EAGAIN;
+	default: return -EIO;
+	}
+}
+
+/* The transport-level outcome of a call, before its NFS status. */
+int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data)
+{
+	(void)r;
+	switch (rpc_status) {
+	case RPC_STATUS_SUCCESS:
+		return data ? 0 : -EIO;
+	case RPC_STATUS_CANCEL:
+		return -ECANCELED;
+	case RPC_STATUS_TIMEOUT:
+		return -ETIMEDOUT;
+	default:
+		return -EIO;
+	}
+}
+
+void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f)
+{
+	a->type = (enum nfsc_type)f->type;
+	a->mode = f->mode & 07777;
+	a->nlink = f->nlink;
+	a->uid = f->uid;
+	a->gid = f->gid;
+	a->size = f->size;
+	a->used = f->used;
+	a->rdev_major = f->rdev.specdata1;
+	a->rdev_minor = f->rdev.specdata2;
+	a->fsid = f->fsid;
+	a->fileid = f->fileid;
+	a->atime.tv_sec = f->atime.seconds;
+	a->atime.tv_nsec = f->atime.nseconds;
+	a->mtime.tv_sec = f->mtime.seconds;
+	a->mtime.tv_nsec = f->mtime.nseconds;
+	a->ctime.tv_sec = f->ctime.seconds;
+	a->ctime.tv_nsec = f->ctime.nseconds;
+}
+
+static void post_op(const post_op_attr *p, struct nfsc_attr *attr,
+		    bool *has_attr)
+{
+	bool have = p->attributes_follow;
+
+	if (has_attr)
+		*has_attr = have;
+	if (have && attr)
+		nfsc_attr_from_fattr3(attr, &p->post_op_attr_u.attributes);
+}
+
+static void fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh)
+{
+	dst->data.data_len = fh->len;
+	dst->data.data_val = (char *)fh->data;
+}
+
+static int fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src)
+{
+	if (src->data.data_len == 0 || src->data.data_len > NFSC_FH_MAX)
+		return -EPROTO;
+	dst->len = src->data.data_len;
+	memcpy(dst->data, src->data.data_val, dst->len);
+	return 0;
+}
+
+/* Queue r or free it: the common tail of every call below. */
+static int submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r)
+{
+	int ret = nfsc_submit(n, conn, r);
+
+	if (ret)
+		free(r);
+	return ret;
+}
+
+/* ---- GETATTR ---- */
+
+static void getattr_done(struct rpc_context *rpc, int status, void *data,
+			 void *priv)
+{
+	struct nfsc_req *r = priv;
+	GETATTR3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret)
+		nfsc_attr_from_fattr3(r->u.getattr.attr,
+				      &res->GETATTR3res_u.resok.obj_attributes);
+	nfsc_complete(r, ret);
+}
+
+static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	GETATTR3args a = { 0 };
+
+	fh3_set(&a.object, &r->fh);
+	return rpc_nfs3_getattr_async(rpc, getattr_done, &a, r);
+}
+
+int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *fh, struct nfsc_attr *attr,
+		       nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, getattr_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.getattr.attr = attr;
+	return submit_or_free(n, conn, r);
+}
+
+/* ---- LOOKUP ---- */
+
+static void lookup_done(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nfsc_req *r = priv;
+	LOOKUP3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret) {
+		LOOKUP3resok *ok = &res->LOOKUP3res_u.resok;
+
+		ret = fh_from3(r->u.lookup.out, &ok->object);
+		post_op(&ok->obj_attributes, r->u.lookup.attr,
+			r->u.lookup.has_attr);
+	}
+	nfsc_complete(r, ret);
+}
+
+static int lookup_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	LOOKUP3args a = { 0 };
+
+	fh3_set(&a.what.dir, &r->fh);
+	a.what.name = r->name;
+	return rpc_nfs3_lookup_async(rpc, lookup_done, &a, r);
+}
+
+int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      struct nfsc_fh *out, struct nfsc_attr *attr,
+		      bool *has_attr, nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r;
+
+	if (strlen(name) > NFSC_NAME_MAX)
+		return -ENAMETOOLONG;
+	r = nfsc_req_new(n, cr, dir, lookup_issue, cb, priv);
+	if (!r)
+		return -ENOMEM;
+	strcpy(r->name, name);
+	r->u.lookup.out = out;
+	r->u.lookup.attr = attr;
+	r->u.lookup.has_attr = has_attr;
+	if (has_attr)
+		*has_attr = false;
+	return submit_or_free(n, conn, r);
+}
+
+/* ---- ACCESS ---- */
+
+static void access_done(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nfsc_req *r = priv;
+	ACCESS3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret)
+		*r->u.access.granted = res->ACCESS3res_u.resok.access;
+	nfsc_complete(r, ret);
+}
+
+static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	ACCESS3args a = { 0 };
+
+	fh3_set(&a.object, &r->fh);
+	a.access = r->u.access.mask;
+	return rpc_nfs3_access_async(rpc, access_done, &a, r);
+}
+
+int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, uint32_t mask,
+		      uint32_t *granted, nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, access_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.access.mask = mask;
+	r->u.access.granted = granted;
+	return submit_or_free(n, conn, r);
+}
+
+/* ---- READ ---- */
+
+static void read_done(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
+{
+	struct nfsc_req *r = priv;
+	READ3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret) {
+		ret = nfsc_status_to_errno(res->status);
+		if (ret && r->u.read.has_attr)
+			post_op(&res->READ3res_u.resfail.file_attributes,
+				r->u.read.attr, r->u.read.has_attr);
+	}
+	if (!ret) {
+		READ3resok *ok = &res->READ3res_u.resok;
+		uint32_t got = ok->data.data_len;
+
+		if (got > r->u.read.count)
+			got = r->u.read.count;	/* a server bug; be safe */
+		memcpy(r->u.read.buf, ok->data.data_val, got);
+		*r->u.read.got = got;
+		*r->u.read.eof = ok->eof;
+		post_op(&ok->file_attributes, r->u.read.attr,
+			r->u.read.has_attr);
+		atomic_fetch_add(&r->n->read_bytes, got);
+	}
+	nfsc_complete(r, ret);
+}
+
+static int read_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	READ3args a = { 0 };
+
+	fh3_set(&a.file, &r->fh);
+	a.offset = r->u.read.off;
+	a.count = r->u.read.count;
+	return rpc_nfs3_read_async(rpc, read_done, &a, r);
+}
+
+int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		    const struct nfsc_fh *fh, uint64_t off, uint32_t count,
+		    void *buf, uint32_t *got, bool *eof,
+		    struct nfsc_attr *attr, bool *has_attr,
+		    nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, read_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.read.off = off;
+	r->u.read.count = count;
+	r->u.read.buf = buf;
+	r->u.read.got = got;
+	r->u.read.eof = eof;
+	r->u.read.attr = attr;
+	r->u.read.has_attr = has_attr;
+	*got = 0;
+	*eof = false;
+	if (has_attr)
+		*has_attr = false;
+	return submit_or_free(n, conn, r);
+}
+
+/* ---- READDIRPLUS ---- */
+
+static int dirlist_push(struct nfsc_dirlist *l, const entryplus3 *e)
+{
+	struct nfsc_dirent *d;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct nfsc_dirent *p = realloc(l->ents, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->ents = p;
+		l->cap = cap;
+	}
+	d = &l->ents[l->n];
+	memset(d, 0, sizeof(*d));
+	d->name = strdup(e->name);
+	if (!d->name)
+		return -ENOMEM;
+	d->fileid = e->fileid;
+	d->cookie = e->cookie;
+	post_op(&e->name_attributes, &d->attr, &d->has_attr);
+	if (e->name_handle.handle_follows &&
+	    fh_from3(&d->fh, &e->name_handle.post_op_fh3_u.handle) == 0)
+		d->has_fh = true;
+	l->n++;
+	return 0;
+}
+
+static void rdp_done(struct rpc_context *rpc, int status, void *data,
+		     void *priv)
+{
+	struct nfsc_req *r = priv;
+	READDIRPLUS3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+	const entryplus3 *e;
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret) {
+		READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
+
+		for (e = ok->reply.entries; e && !ret; e = e->nextentry) {
+			ret = dirlist_push(r->u.rdp.list, e);
+			*r->u.rdp.cookie = e->cookie;
+		}
+		memcpy(r->u.rdp.verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
+		*r->u.rdp.eof = ok->reply.eof;
+	}
+	nfsc_complete(r, ret);
+}
+
+static int rdp_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	READDIRPLUS3args a = { 0 };
+
+	fh3_set(&a.dir, &r->fh);
+	a.cookie = *r->u.rdp.cookie;
+	memcpy(a.cookieverf, r->u.rdp.verf, NFS3_COOKIEVERFSIZE);
+	a.dircount = 8192;
+	a.maxcount = 65536;
+	return rpc_nfs3_readdirplus_async(rpc, rdp_done, &a, r);
+}
+
+int nfsc_readdirplus_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, uint64_t *cookie,
+			   uint8_t verf[8], struct nfsc_dirlist *list,
+			   bool *eof, nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, dir, rdp_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.rdp.cookie = cookie;
+	r->u.rdp.verf = verf;
+	r->u.rdp.list = list;
+	r->u.rdp.eof = eof;
+	*eof = false;
+	return submit_or_free(n, conn, r);
+}
+
+void nfsc_dirlist_free(struct nfsc_dirlist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->ents[i].name);
+	free(l->ents);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ---- READLINK ---- */
+
+static void readlink_done(struct rpc_context *rpc, int status, void *data,
+			  void *priv)
+{
+	struct nfsc_req *r = priv;
+	READLINK3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret) {
+		const char *t = res->READLINK3res_u.resok.data;
+
+		snprintf(r->u.readlink.buf, r->u.readlink.size, "%s",
+			 t ? t : "");
+	}
+	nfsc_complete(r, ret);
+}
+
+static int readlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	READLINK3args a = { 0 };
+
+	fh3_set(&a.symlink, &r->fh);
+	return rpc_nfs3_readlink_async(rpc, readlink_done, &a, r);
+}
+
+int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			const struct nfsc_fh *fh, char *buf, size_t size,
+			nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r;
+
+	if (!size)
+		return -EINVAL;
+	r = nfsc_req_new(n, cr, fh, readlink_issue, cb, priv);
+	if (!r)
+		return -ENOMEM;
+	r->u.readlink.buf = buf;
+	r->u.readlink.size = size;
+	return submit_or_free(n, conn, r);
+}
+
+/* ---- FSSTAT / FSINFO ---- */
+
+static void fsstat_done(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nfsc_req *r = priv;
+	FSSTAT3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret) {
+		FSSTAT3resok *ok = &res->FSSTAT3res_u.resok;
+		struct nfsc_fsstat *st = r->u.fsstat.st;
+
+		st->tbytes = ok->tbytes;
+		st->fbytes = ok->fbytes;
+		st->abytes = ok->abytes;
+		st->tfiles = ok->tfiles;
+		st->ffiles = ok->ffiles;
+		st->afiles = ok->afiles;
+	}
+	nfsc_complete(r, ret);
+}
+
+static int fsstat_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	FSSTAT3args a = { 0 };
+
+	fh3_set(&a.fsroot, &r->fh);
+	return rpc_nfs3_fsstat_async(rpc, fsstat_done, &a, r);
+}
+
+int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, struct nfsc_fsstat *st,
+		      nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, fsstat_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.fsstat.st = st;
+	return submit_or_free(n, conn, r);
+}
+
+static void fsinfo_done(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nfsc_req *r = priv;
+	FSINFO3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret) {
+		FSINFO3resok *ok = &res->FSINFO3res_u.resok;
+		struct nfsc_fsinfo *fi = r->u.fsinfo.fi;
+
+		fi->rtmax = ok->rtmax;
+		fi->rtpref = ok->rtpref;
+		fi->wtmax = ok->wtmax;
+		fi->wtpref = ok->wtpref;
+		fi->dtpref = ok->dtpref;
+		fi->maxfilesize = ok->maxfilesize;
+	}
+	nfsc_complete(r, ret);
+}
+
+static int fsinfo_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	FSINFO3args a = { 0 };
+
+	fh3_set(&a.fsroot, &r->fh);
+	return rpc_nfs3_fsinfo_async(rpc, fsinfo_done, &a, r);
+}
+
+int nfsc_fsinfo_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, struct nfsc_fsinfo *fi,
+		      nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, fsinfo_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.fsinfo.fi = fi;
+	return submit_or_free(n, conn, r);
+}

@@ -1,0 +1,189 @@
+/* nfsc.h - cachegw's NFSv3 client (public API of nfsclient/).
+ *
+ * A pool of `nconnect` libnfs contexts to one export, each owned by one
+ * service thread that polls its socket and an eventfd-fed submission queue.
+ * Calls are NFSv3 by file handle through libnfs's raw RPC layer. Every call
+ * carries the caller's credentials (AUTH_SYS). nfsclient/ knows nothing of
+ * FUSE or of the cache.
+ *
+ * Conventions: functions return 0 or -errno. An async call returns 0 if it
+ * was queued, and then its callback runs exactly once, on a service thread,
+ * with status 0 or -errno (NFS errors mapped to the errno a local filesystem
+ * would give: NFS3ERR_STALE -> -ESTALE, NFS3ERR_NOTEMPTY -> -ENOTEMPTY, ...).
+ * It returns <0 if it was not queued, and then the callback never runs.
+ * Output structures passed to an async call must stay valid until its
+ * callback has run. Callbacks must not block for long: they run on the
+ * thread that services the connection.
+ */
+#ifndef CACHEGW_NFSC_H
+#define CACHEGW_NFSC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define NFSC_FH_MAX 64		/* NFSv3 file handles are at most 64 bytes */
+#define NFSC_NGROUPS_MAX 16	/* AUTH_SYS carries at most 16 groups */
+#define NFSC_NAME_MAX 255
+
+struct nfsc;			/* a connection pool to one export */
+
+struct nfsc_fh {
+	uint32_t len;
+	uint8_t data[NFSC_FH_MAX];
+};
+
+enum nfsc_type {
+	NFSC_REG = 1, NFSC_DIR, NFSC_BLK, NFSC_CHR, NFSC_LNK, NFSC_SOCK,
+	NFSC_FIFO,
+};
+
+struct nfsc_attr {
+	enum nfsc_type type;
+	uint32_t mode;			/* permission bits only (07777) */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;			/* bytes */
+	uint64_t used;			/* bytes allocated at the origin */
+	uint32_t rdev_major, rdev_minor;
+	uint64_t fsid;
+	uint64_t fileid;
+	struct timespec atime, mtime, ctime;
+};
+
+struct nfsc_cred {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[NFSC_NGROUPS_MAX];
+};
+
+struct nfsc_opts {
+	unsigned nconnect;		/* connections; 0 = 4 */
+	uint32_t rsize, wsize;		/* caps in bytes; 0 = server's max */
+	unsigned timeo;			/* deciseconds before a retry; 0 = 600 */
+	unsigned retrans;		/* retries before a soft call fails; 0 = 3 */
+	bool soft;			/* fail with -ETIMEDOUT instead of retrying
+					 * forever (hard, the default) */
+};
+
+struct nfsc_fsinfo {
+	uint32_t rtmax, rtpref, wtmax, wtpref, dtpref;
+	uint64_t maxfilesize;
+};
+
+struct nfsc_fsstat {
+	uint64_t tbytes, fbytes, abytes;
+	uint64_t tfiles, ffiles, afiles;
+};
+
+/* One directory entry from READDIRPLUS. */
+struct nfsc_dirent {
+	char *name;			/* NUL-terminated, owned by the list */
+	uint64_t fileid;
+	uint64_t cookie;
+	bool has_attr, has_fh;
+	struct nfsc_attr attr;
+	struct nfsc_fh fh;
+};
+
+struct nfsc_dirlist {
+	struct nfsc_dirent *ents;
+	size_t n, cap;
+};
+
+typedef void (*nfsc_cb)(int status, void *priv);
+
+/* Connect `nconnect` contexts to the export named by url (libnfs URL syntax,
+ * with its arguments: nfsport=, mountport=, uid=, gid=, ...), mount it once,
+ * read FSINFO. Service threads are not started yet (so that the caller may
+ * fork); call nfsc_start() before the first call. On failure a one-line
+ * reason is written to err and -errno returned: -EINVAL for a URL that is not
+ * an NFS URL, -ENOENT for an export the server does not have, -ECONNREFUSED /
+ * -EHOSTUNREACH / -ETIMEDOUT for a server that cannot be reached. */
+int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
+	      char *err, size_t errlen);
+int nfsc_start(struct nfsc *n);
+/* Stop the threads (in-flight calls complete with -ECANCELED) and free. */
+void nfsc_close(struct nfsc *n);
+
+const struct nfsc_fh *nfsc_root(const struct nfsc *n);
+const char *nfsc_server(const struct nfsc *n);
+const char *nfsc_export(const struct nfsc *n);
+uint32_t nfsc_rsize(const struct nfsc *n);
+uint32_t nfsc_wsize(const struct nfsc *n);
+unsigned nfsc_nconnect(const struct nfsc *n);
+/* Bytes of READ payload received from the origin since nfsc_open(). */
+uint64_t nfsc_read_bytes(const struct nfsc *n);
+
+/* Map an NFSv3 status to -errno (0 for NFS3_OK). */
+int nfsc_status_to_errno(int nfsstat3);
+
+/* ---- async calls: 0 if queued (callback will run), <0 if not ---- */
+
+/* conn selects the connection (taken modulo nconnect); pass -1 for
+ * round-robin. Spreading a large read over connections is the caller's
+ * choice. */
+int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *fh, struct nfsc_attr *attr,
+		       nfsc_cb cb, void *priv);
+/* On success *out and (when *has_attr) *attr describe name in dir. */
+int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      struct nfsc_fh *out, struct nfsc_attr *attr,
+		      bool *has_attr, nfsc_cb cb, void *priv);
+/* *granted receives the subset of mask (ACCESS3_* bits) the origin grants. */
+int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, uint32_t mask,
+		      uint32_t *granted, nfsc_cb cb, void *priv);
+/* Read up to count bytes at off into buf. *got receives the bytes read, *eof
+ * whether the read reached the end of the file; *attr (when *has_attr) the
+ * file's post-op attributes. */
+int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		    const struct nfsc_fh *fh, uint64_t off, uint32_t count,
+		    void *buf, uint32_t *got, bool *eof,
+		    struct nfsc_attr *attr, bool *has_attr,
+		    nfsc_cb cb, void *priv);
+/* One READDIRPLUS round: appends entries to list, updates *cookie and verf
+ * (8 bytes) for the next round, sets *eof at the end of the directory. */
+int nfsc_readdirplus_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, uint64_t *cookie,
+			   uint8_t verf[8], struct nfsc_dirlist *list,
+			   bool *eof, nfsc_cb cb, void *priv);
+/* buf receives the NUL-terminated target (truncated to size-1). */
+int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			const struct nfsc_fh *fh, char *buf, size_t size,
+			nfsc_cb cb, void *priv);
+int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, struct nfsc_fsstat *st,
+		      nfsc_cb cb, void *priv);
+int nfsc_fsinfo_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, struct nfsc_fsinfo *fi,
+		      nfsc_cb cb, void *priv);
+
+/* ---- sync helpers, built on the async calls; must not be called from a
+ * callback ---- */
+int nfsc_getattr(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *fh, struct nfsc_attr *attr);
+int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name,
+		struct nfsc_fh *out, struct nfsc_attr *attr, bool *has_attr);
+int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted);
+int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
+		  const struct nfsc_fh *fh, char *buf, size_t size);
+int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, struct nfsc_fsstat *st);
+/* Read the whole directory (READDIRPLUS rounds until eof). */
+int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, struct nfsc_dirlist *list);
+void nfsc_dirlist_free(struct nfsc_dirlist *list);
+/* Read [off, off+len) with READs of rsize spread over the connections, in
+ * parallel. Returns the bytes read (short only at end of file) or -errno.
+ * *attr receives the newest post-op attributes when *has_attr. */
+ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
+		   const struct nfsc_fh *fh, void *buf, size_t len,
+		   uint64_t off, struct nfsc_attr *attr, bool *has_attr);
+
+#endif

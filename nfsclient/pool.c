@@ -1,0 +1,402 @@
+/* pool.c - connections to the origin, their service threads and queues.
+ *
+ * Each connection is a libnfs nfs_context mounted on the export; after
+ * nfsc_start() it belongs to one service thread, the only thread that ever
+ * touches it. Other threads hand it requests through a mutex-protected queue
+ * and an eventfd; the thread issues them (setting AUTH_SYS credentials
+ * first), services the socket, and runs callbacks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "nfsc_i.h"
+
+/* libnfs 4.0 keeps struct nfs_fh private; nfs_get_fh() hands out a pointer
+ * to this layout (include/libnfs-private.h). Checked against 4.0.0. */
+struct nfsc_libnfs_fh {
+	int len;
+	char *val;
+};
+
+#define NFSC_MOUNT_TIMEOUT_MS 15000
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* libnfs reports mount failures as text; turn them into an errno and a
+ * message that names the problem for the operator. */
+static int classify_mount_error(const char *msg)
+{
+	if (strstr(msg, "NOENT") || strstr(msg, "No such") ||
+	    strstr(msg, "ACCES") || strstr(msg, "mount failed") ||
+	    strstr(msg, "MNT3ERR"))
+		return -ENOENT;
+	if (strstr(msg, "refused"))
+		return -ECONNREFUSED;
+	if (strstr(msg, "imeout") || strstr(msg, "timed out"))
+		return -ETIMEDOUT;
+	return -EHOSTUNREACH;
+}
+
+static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
+		     const char *url, char *err, size_t errlen)
+{
+	struct nfs_url *u;
+	int ret;
+
+	c->n = n;
+	c->idx = idx;
+	c->efd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	c->nfs = nfs_init_context();
+	if (!c->nfs) {
+		seterr(err, errlen, "out of memory creating an NFS context");
+		return -ENOMEM;
+	}
+	u = nfs_parse_url_dir(c->nfs, url);
+	if (!u) {
+		seterr(err, errlen, "invalid URL '%s': %s", url,
+		       nfs_get_error(c->nfs));
+		return -EINVAL;
+	}
+	if (!u->server || !*u->server || !u->path || !*u->path) {
+		seterr(err, errlen, "invalid URL '%s': expected "
+		       "nfs://SERVER/EXPORT[?nfsport=N&mountport=N]", url);
+		nfs_destroy_url(u);
+		return -EINVAL;
+	}
+	if (idx == 0) {
+		n->server = strdup(u->server);
+		n->export = strdup(u->path);
+		if (!n->server || !n->export) {
+			nfs_destroy_url(u);
+			return -ENOMEM;
+		}
+	}
+	nfs_set_version(c->nfs, NFS_V3);
+	nfs_set_timeout(c->nfs, NFSC_MOUNT_TIMEOUT_MS);
+	nfs_set_autoreconnect(c->nfs, -1);
+	ret = nfs_mount(c->nfs, u->server, u->path);
+	if (ret != 0) {
+		const char *msg = nfs_get_error(c->nfs);
+
+		ret = classify_mount_error(msg ? msg : "");
+		if (ret == -ENOENT)
+			seterr(err, errlen, "cannot mount export '%s' from %s: %s",
+			       u->path, u->server, msg);
+		else
+			seterr(err, errlen, "cannot connect to NFS server %s "
+			       "(unreachable?): %s", u->server, msg);
+		nfs_destroy_url(u);
+		return ret;
+	}
+	nfs_destroy_url(u);
+	/* From now on calls time out after timeo; hard mounts resend. */
+	nfs_set_timeout(c->nfs, (int)n->opts.timeo * 100);
+	c->rpc = nfs_get_rpc_context(c->nfs);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->efd < 0) {
+		ret = -errno;
+		seterr(err, errlen, "eventfd: %s", strerror(errno));
+		return ret;
+	}
+	return 0;
+}
+
+static int read_root_fh(struct nfsc *n, char *err, size_t errlen)
+{
+	struct nfs_context *nfs = n->conns[0].nfs;
+	struct nfsfh *fh;
+	const struct nfsc_libnfs_fh *lfh;
+	int ret;
+
+	ret = nfs_open(nfs, "/", O_RDONLY, &fh);
+	if (ret) {
+		seterr(err, errlen, "cannot open the root of export '%s': %s",
+		       n->export, nfs_get_error(nfs));
+		return -EIO;
+	}
+	lfh = (const struct nfsc_libnfs_fh *)nfs_get_fh(fh);
+	if (!lfh || lfh->len <= 0 || lfh->len > NFSC_FH_MAX) {
+		nfs_close(nfs, fh);
+		seterr(err, errlen, "export '%s' gave a root file handle of "
+		       "unexpected size", n->export);
+		return -EPROTO;
+	}
+	n->root.len = (uint32_t)lfh->len;
+	memcpy(n->root.data, lfh->val, n->root.len);
+	nfs_close(nfs, fh);
+	return 0;
+}
+
+int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
+	      char *err, size_t errlen)
+{
+	struct nfsc *n;
+	uint64_t rmax, wmax;
+	unsigned i;
+	int ret;
+
+	if (strncmp(url, "nfs://", 6) != 0) {
+		seterr(err, errlen, "invalid URL '%s': expected "
+		       "nfs://SERVER/EXPORT[?nfsport=N&mountport=N]", url);
+		return -EINVAL;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->opts = *opts;
+	if (!n->opts.nconnect)
+		n->opts.nconnect = 4;
+	if (n->opts.nconnect > 64)
+		n->opts.nconnect = 64;
+	if (!n->opts.timeo)
+		n->opts.timeo = 600;
+	if (!n->opts.retrans)
+		n->opts.retrans = 3;
+	n->nconn = n->opts.nconnect;
+	n->conns = calloc(n->nconn, sizeof(*n->conns));
+	if (!n->conns) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < n->nconn; i++) {
+		ret = conn_init(n, &n->conns[i], i, url, err, errlen);
+		if (ret)
+			goto out_free;
+	}
+	ret = read_root_fh(n, err, errlen);
+	if (ret)
+		goto out_free;
+	/* nfs_mount() read FSINFO: its rtmax/wtmax are the server's limits. */
+	rmax = nfs_get_readmax(n->conns[0].nfs);
+	wmax = nfs_get_writemax(n->conns[0].nfs);
+	n->rsize = (uint32_t)(rmax ? rmax : 65536);
+	n->wsize = (uint32_t)(wmax ? wmax : 65536);
+	if (n->opts.rsize && n->opts.rsize < n->rsize)
+		n->rsize = n->opts.rsize;
+	if (n->opts.wsize && n->opts.wsize < n->wsize)
+		n->wsize = n->opts.wsize;
+	*out = n;
+	return 0;
+
+out_free:
+	nfsc_close(n);
+	return ret;
+}
+
+static void conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
+{
+	struct AUTH *auth;
+
+	if (c->auth_set && c->auth_cred.uid == cr->uid &&
+	    c->auth_cred.gid == cr->gid &&
+	    c->auth_cred.ngroups == cr->ngroups &&
+	    !memcmp(c->auth_cred.groups, cr->groups,
+		    cr->ngroups * sizeof(cr->groups[0])))
+		return;
+	auth = libnfs_authunix_create("cachegw", cr->uid, cr->gid, cr->ngroups,
+				      (uint32_t *)cr->groups);
+	if (!auth)
+		return;		/* keep the old one; the origin decides */
+	rpc_set_auth(c->rpc, auth);
+	c->auth_cred = *cr;
+	c->auth_set = true;
+}
+
+static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
+{
+	struct nfsc_req *r, *next;
+	uint64_t v;
+
+	if (read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&c->lock);
+	r = c->head;
+	c->head = c->tail = NULL;
+	*stop = c->stopping;
+	pthread_mutex_unlock(&c->lock);
+	for (; r; r = next) {
+		next = r->next;
+		r->next = NULL;
+		if (*stop) {
+			nfsc_complete(r, -ECANCELED);
+			continue;
+		}
+		conn_set_auth(c, &r->cred);
+		if (r->issue(c->rpc, r) != 0)
+			nfsc_complete(r, -EIO);
+	}
+}
+
+static void *conn_thread(void *arg)
+{
+	struct nfsc_conn *c = arg;
+	bool stop = false;
+
+	while (!stop) {
+		struct pollfd p[2] = {
+			{ .fd = rpc_get_fd(c->rpc),
+			  .events = (short)rpc_which_events(c->rpc) },
+			{ .fd = c->efd, .events = POLLIN },
+		};
+
+		/* The timeout lets rpc_service() expire calls (timeo). */
+		if (poll(p, 2, 100) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN)
+			conn_issue_queued(c, &stop);
+		if (rpc_service(c->rpc, p[0].fd >= 0 ? p[0].revents : 0) < 0) {
+			/* The socket is dead and will be reconnected by
+			 * libnfs (autoreconnect); pending calls are resent
+			 * or time out. Avoid spinning meanwhile. */
+			poll(NULL, 0, 10);
+		}
+	}
+	return NULL;
+}
+
+int nfsc_start(struct nfsc *n)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < n->nconn; i++) {
+		ret = pthread_create(&n->conns[i].thread, NULL, conn_thread,
+				     &n->conns[i]);
+		if (ret)
+			return -ret;
+		n->conns[i].started = true;
+	}
+	return 0;
+}
+
+void nfsc_close(struct nfsc *n)
+{
+	unsigned i;
+
+	if (!n)
+		return;
+	for (i = 0; n->conns && i < n->nconn; i++) {
+		struct nfsc_conn *c = &n->conns[i];
+		uint64_t one = 1;
+
+		if (c->started) {
+			pthread_mutex_lock(&c->lock);
+			c->stopping = true;
+			pthread_mutex_unlock(&c->lock);
+			if (write(c->efd, &one, sizeof(one)) < 0)
+				perror("cachegw: eventfd write");
+			pthread_join(c->thread, NULL);
+		}
+		/* Destroying the context cancels what is still in flight:
+		 * its callbacks run now with RPC_STATUS_CANCEL. */
+		if (c->nfs)
+			nfs_destroy_context(c->nfs);
+		if (c->efd >= 0)
+			close(c->efd);
+		pthread_mutex_destroy(&c->lock);
+	}
+	free(n->conns);
+	free(n->server);
+	free(n->export);
+	free(n);
+}
+
+struct nfsc_req *nfsc_req_new(struct nfsc *n, const struct nfsc_cred *cr,
+			      const struct nfsc_fh *fh, nfsc_issue_fn issue,
+			      nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->n = n;
+	r->issue = issue;
+	r->cb = cb;
+	r->priv = priv;
+	if (cr) {
+		r->cred = *cr;
+		if (r->cred.ngroups > NFSC_NGROUPS_MAX)
+			r->cred.ngroups = NFSC_NGROUPS_MAX;
+	}
+	if (fh)
+		r->fh = *fh;
+	return r;
+}
+
+int nfsc_submit(struct nfsc *n, int conn, struct nfsc_req *r)
+{
+	struct nfsc_conn *c;
+	uint64_t one = 1;
+	bool stopping;
+
+	if (conn < 0)
+		conn = (int)(atomic_fetch_add(&n->rr, 1) % n->nconn);
+	c = &n->conns[(unsigned)conn % n->nconn];
+	r->conn = c;
+	pthread_mutex_lock(&c->lock);
+	stopping = c->stopping;
+	if (!stopping) {
+		if (c->tail)
+			c->tail->next = r;
+		else
+			c->head = r;
+		c->tail = r;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (stopping)
+		return -ESHUTDOWN;
+	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;	/* cannot happen with a valid eventfd */
+	return 0;
+}
+
+void nfsc_complete(struct nfsc_req *r, int status)
+{
+	struct nfsc *n = r->n;
+
+	if (status == -ETIMEDOUT) {
+		r->tries++;
+		if (!n->opts.soft || r->tries <= n->opts.retrans) {
+			if (r->tries == 1 || r->tries % 10 == 0)
+				fprintf(stderr, "cachegw: NFS server %s not "
+					"responding, %s\n", n->server,
+					n->opts.soft ? "retrying" :
+					"still trying");
+			if (nfsc_submit(n, (int)r->conn->idx, r) == 0)
+				return;
+			status = -ECANCELED;
+		}
+	}
+	r->cb(status, r->priv);
+	free(r);
+}
+
+const struct nfsc_fh *nfsc_root(const struct nfsc *n) { return &n->root; }
+const char *nfsc_server(const struct nfsc *n) { return n->server; }
+const char *nfsc_export(const struct nfsc *n) { return n->export; }
+uint32_t nfsc_rsize(const struct nfsc *n) { return n->rsize; }
+uint32_t nfsc_wsize(const struct nfsc *n) { return n->wsize; }
+unsigned nfsc_nconnect(const struct nfsc *n) { return n->nconn; }
+uint64_t nfsc_read_bytes(const struct nfsc *n)
+{
+	return atomic_load(&((struct nfsc *)n)->read_bytes);
+}

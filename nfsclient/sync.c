@@ -1,0 +1,243 @@
+/* sync.c - synchronous helpers built from the async calls.
+ *
+ * A waiter on the caller's stack counts outstanding calls; each callback
+ * records the first error and counts down; the caller sleeps until zero.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfsc_i.h"
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending;	/* calls not yet completed, under lock */
+	int status;		/* first error seen, under lock */
+};
+
+static void waiter_init(struct waiter *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->pending = 0;
+	w->status = 0;
+}
+
+static void waiter_add(struct waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->pending++;
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void waiter_done(int status, void *priv)
+{
+	struct waiter *w = priv;
+
+	pthread_mutex_lock(&w->lock);
+	if (status && !w->status)
+		w->status = status;
+	if (--w->pending == 0)
+		pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Wait for every queued call; returns the first error. Destroys w. */
+static int waiter_wait(struct waiter *w)
+{
+	int ret;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->pending)
+		pthread_cond_wait(&w->cond, &w->lock);
+	ret = w->status;
+	pthread_mutex_unlock(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	return ret;
+}
+
+/* Account for one call that submit() returned: queued or not. */
+static void waiter_queued(struct waiter *w, int submit_ret)
+{
+	if (submit_ret)
+		waiter_done(submit_ret, w);
+}
+
+int nfsc_getattr(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *fh, struct nfsc_attr *attr)
+{
+	struct waiter w;
+
+	waiter_init(&w);
+	waiter_add(&w);
+	waiter_queued(&w, nfsc_getattr_async(n, -1, cr, fh, attr,
+					     waiter_done, &w));
+	return waiter_wait(&w);
+}
+
+int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name,
+		struct nfsc_fh *out, struct nfsc_attr *attr, bool *has_attr)
+{
+	struct waiter w;
+
+	waiter_init(&w);
+	waiter_add(&w);
+	waiter_queued(&w, nfsc_lookup_async(n, -1, cr, dir, name, out, attr,
+					    has_attr, waiter_done, &w));
+	return waiter_wait(&w);
+}
+
+int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted)
+{
+	struct waiter w;
+
+	waiter_init(&w);
+	waiter_add(&w);
+	waiter_queued(&w, nfsc_access_async(n, -1, cr, fh, mask, granted,
+					    waiter_done, &w));
+	return waiter_wait(&w);
+}
+
+int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
+		  const struct nfsc_fh *fh, char *buf, size_t size)
+{
+	struct waiter w;
+
+	waiter_init(&w);
+	waiter_add(&w);
+	waiter_queued(&w, nfsc_readlink_async(n, -1, cr, fh, buf, size,
+					      waiter_done, &w));
+	return waiter_wait(&w);
+}
+
+int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, struct nfsc_fsstat *st)
+{
+	struct waiter w;
+
+	waiter_init(&w);
+	waiter_add(&w);
+	waiter_queued(&w, nfsc_fsstat_async(n, -1, cr, fh, st, waiter_done,
+					    &w));
+	return waiter_wait(&w);
+}
+
+int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, struct nfsc_dirlist *list)
+{
+	uint64_t cookie = 0;
+	uint8_t verf[8] = { 0 };
+	bool eof = false;
+	int ret = 0;
+	int conn = -1;
+
+	memset(list, 0, sizeof(*list));
+	while (!eof && !ret) {
+		struct waiter w;
+		size_t before = list->n;
+
+		waiter_init(&w);
+		waiter_add(&w);
+		waiter_queued(&w, nfsc_readdirplus_async(n, conn, cr, dir,
+							 &cookie, verf, list,
+							 &eof, waiter_done,
+							 &w));
+		ret = waiter_wait(&w);
+		/* A round with no entries and no eof would loop forever. */
+		if (!ret && !eof && list->n == before)
+			ret = -EIO;
+	}
+	if (ret)
+		nfsc_dirlist_free(list);
+	return ret;
+}
+
+struct read_chunk {
+	uint64_t off;
+	uint32_t len;
+	uint32_t got;
+	bool eof;
+	bool has_attr;
+	struct nfsc_attr attr;
+};
+
+#define NFSC_PREAD_MAX_CHUNKS 64
+
+/* Read [off, off+len) with rsize READs spread over the connections; a chunk
+ * that comes back short before EOF is finished with further READs. */
+ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
+		   const struct nfsc_fh *fh, void *buf, size_t len,
+		   uint64_t off, struct nfsc_attr *attr, bool *has_attr)
+{
+	struct read_chunk stack[8], *ch = stack;
+	size_t nch, i, total = 0;
+	struct waiter w;
+	int ret;
+
+	if (has_attr)
+		*has_attr = false;
+	if (!len)
+		return 0;
+	nch = (len + n->rsize - 1) / n->rsize;
+	if (nch > NFSC_PREAD_MAX_CHUNKS)
+		return -EINVAL;
+	if (nch > sizeof(stack) / sizeof(stack[0])) {
+		ch = calloc(nch, sizeof(*ch));
+		if (!ch)
+			return -ENOMEM;
+	}
+	waiter_init(&w);
+	for (i = 0; i < nch; i++) {
+		ch[i].off = off + i * n->rsize;
+		ch[i].len = (uint32_t)(len - i * n->rsize < n->rsize ?
+				       len - i * n->rsize : n->rsize);
+		waiter_add(&w);
+		waiter_queued(&w, nfsc_read_async(n, -1, cr, fh, ch[i].off,
+				ch[i].len, (char *)buf + i * n->rsize,
+				&ch[i].got, &ch[i].eof, &ch[i].attr,
+				&ch[i].has_attr, waiter_done, &w));
+	}
+	ret = waiter_wait(&w);
+	if (ret)
+		goto out;
+	/* The bytes are good up to the first short chunk. */
+	for (i = 0; i < nch; i++) {
+		if (ch[i].has_attr && attr) {
+			*attr = ch[i].attr;
+			if (has_attr)
+				*has_attr = true;
+		}
+		total += ch[i].got;
+		if (ch[i].got == ch[i].len)
+			continue;
+		if (ch[i].eof)
+			break;
+		/* Short without EOF: ask again for the rest of the chunk. */
+		while (total < (size_t)(i * n->rsize + ch[i].len)) {
+			uint32_t want = (uint32_t)(i * n->rsize + ch[i].len -
+						   total);
+			struct read_chunk c = { 0 };
+
+			waiter_init(&w);
+			waiter_add(&w);
+			waiter_queued(&w, nfsc_read_async(n, -1, cr, fh,
+					off + total, want, (char *)buf + total,
+					&c.got, &c.eof, &c.attr, &c.has_attr,
+					waiter_done, &w));
+			ret = waiter_wait(&w);
+			if (ret)
+				goto out;
+			total += c.got;
+			if (c.eof || c.got == 0)
+				goto out;
+		}
+	}
+out:
+	if (ch != stack)
+		free(ch);
+	return ret ? ret : (ssize_t)total;
+}
