@@ -78,6 +78,11 @@ struct gw_inode {
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily */
+	unsigned opens;			/* open files */
+	char *fetch;			/* last origin fetch (read.c) */
+	uint64_t fetch_off;
+	size_t fetch_len;
+	bool fetch_eof;			/* fetch ends at end of file */
 };
 
 struct gw_itable {
@@ -100,6 +105,7 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 			      const struct nfsc_attr *attr);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
+size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
@@ -121,13 +127,30 @@ struct gw_file {
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
 
+/* Open (or check) the inode's cache object against the origin's current
+ * attributes a. Returns 1 if cached data was dropped because the file
+ * changed, 0 if not, -errno if the cache cannot hold it (reads then go
+ * to the origin). */
+void gw_inode_drop_fetch(struct gw_inode *ino);
+int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_attr *a);
+
+/* ---- ctl.c ---- */
+int gw_ctl_start(struct gw *gw, const char *dir);
+void gw_ctl_stop(struct gw *gw);
+
 /* ---- the gateway ---- */
 struct gw {
 	struct gw_opts *o;
 	struct nfsc *nfs;
-	struct cache *cache;		/* NULL until the cache is enabled */
+	struct cache *cache;
 	struct fuse_session *se;
 	struct gw_itable it;
+	/* control socket */
+	int ctl_fd;
+	int ctl_stop[2];
+	pthread_t ctl_thread;
+	char *ctl_path;
 };
 
 #endif

@@ -117,6 +117,7 @@ static void inode_free(struct gw *gw, struct gw_inode *ino)
 	(void)gw;
 	if (ino->obj)
 		cache_obj_put(ino->obj);
+	free(ino->fetch);
 	pthread_mutex_destroy(&ino->lock);
 	free(ino);
 }
@@ -226,6 +227,16 @@ void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n)
 	pthread_mutex_unlock(&t->lock);
 	if (ino)
 		inode_free(gw, ino);
+}
+
+size_t gw_itable_count(struct gw *gw)
+{
+	size_t n;
+
+	pthread_mutex_lock(&gw->it.lock);
+	n = gw->it.count;
+	pthread_mutex_unlock(&gw->it.lock);
+	return n;
 }
 
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)

@@ -134,9 +134,30 @@ static int open_origin(struct gw *gw)
 	return ret;
 }
 
+static int open_cache(struct gw *gw)
+{
+	struct cache_opts co = {
+		.dir = gw->o->cache_dir,
+		.mode = CACHE_OPEN_OWNER,
+		.block_size = gw->o->cache_block,
+		.write_mode = (enum cache_write_mode)gw->o->cache_write,
+		.max_bytes = gw->o->cache_size,
+		.brun = gw->o->brun,
+		.bcull = gw->o->bcull,
+		.bstop = gw->o->bstop,
+	};
+	char err[512];
+	int ret;
+
+	ret = cache_open(&co, &gw->cache, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "cachegw: %s\n", err);
+	return ret;
+}
+
 static int run(struct gw_opts *o)
 {
-	struct gw gw = { .o = o };
+	struct gw gw = { .o = o, .ctl_fd = -1 };
 	struct fuse_loop_config *cfg = NULL;
 	int notify_fd = -1;
 	int ret = EXIT_FAILURE;
@@ -145,9 +166,11 @@ static int run(struct gw_opts *o)
 		perror("cachegw: fork");
 		return EXIT_FAILURE;
 	}
-	/* 1. the origin */
+	/* 1. the cache, then the origin */
+	if (open_cache(&gw))
+		goto out_cache;
 	if (open_origin(&gw))
-		goto out;
+		goto out_cache;
 	if (gw_itable_init(&gw.it, nfsc_root(gw.nfs))) {
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_nfs;
@@ -179,6 +202,13 @@ static int run(struct gw_opts *o)
 		fprintf(stderr, "cachegw: cannot start connection threads\n");
 		goto out_unmount;
 	}
+	ret = gw_ctl_start(&gw, o->cache_dir);
+	if (ret) {
+		fprintf(stderr, "cachegw: cannot serve the control socket in "
+			"'%s': %s\n", o->cache_dir, strerror(-ret));
+		ret = EXIT_FAILURE;
+		goto out_unmount;
+	}
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		fprintf(stderr, "cachegw: out of memory\n");
@@ -199,14 +229,19 @@ out_signals:
 out_session:
 	fuse_session_destroy(gw.se);
 out_itable:
-	/* The threads may still complete calls into inodes: stop them
-	 * first. */
+	/* The control thread reads counters of both layers, and the
+	 * connection threads may still complete calls into inodes: stop
+	 * them before freeing what they use. */
+	gw_ctl_stop(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
 	gw_itable_free(&gw);
 out_nfs:
 	nfsc_close(gw.nfs);
-out:
+out_cache:
+	gw_ctl_stop(&gw);
+	if (gw.cache)
+		cache_close(gw.cache);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();
 	return ret;
@@ -221,6 +256,12 @@ int main(int argc, char **argv)
 	if (ret) {
 		gw_opts_free(&o);
 		return ret > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+	}
+	if (!o.cache_dir) {
+		fprintf(stderr, "cachegw: missing option -o cache_dir=DIR "
+			"(where the cache lives, e.g. /var/cache/cachegw)\n");
+		gw_opts_free(&o);
+		return EXIT_USAGE;
 	}
 	if (check_mountpoint(o.mountpoint)) {
 		gw_opts_free(&o);

@@ -126,20 +126,27 @@ static void gw_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-/* Fresh attributes: from the attribute cache unless force, else GETATTR. */
+/* Fresh attributes: from the attribute cache unless force, else GETATTR.
+ * Returns 1 if the origin's answer shows the file's data changed (its
+ * cache object was emptied), 0 if not, -errno on failure. */
 static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		    bool force, struct nfsc_attr *a)
 {
 	struct nfsc_cred cr;
+	bool attached;
 	int ret;
 
 	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
 		return 0;
 	gw_req_cred(req, &cr);
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
-	if (!ret)
-		gw_inode_set_attr(ino, a);
-	return ret;
+	if (ret)
+		return ret;
+	gw_inode_set_attr(ino, a);
+	pthread_mutex_lock(&ino->lock);
+	attached = ino->obj != NULL;
+	pthread_mutex_unlock(&ino->lock);
+	return attached ? gw_cache_attach(gw, ino, a) > 0 : 0;
 }
 
 static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
@@ -157,12 +164,16 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	ret = get_attr(gw, req, ino, false, &a);
-	if (ret) {
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	gw_attr_to_stat(&a, nodeid, &st);
 	fuse_reply_attr(req, &st, gw_attr_ttl(gw, &a));
+	/* Changed at the origin: the kernel's pages are stale too. After the
+	 * reply, so the kernel is not waiting on us for this inode. */
+	if (ret > 0)
+		fuse_lowlevel_notify_inval_inode(gw->se, nodeid, 0, 0);
 }
 
 static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
@@ -348,7 +359,7 @@ static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 	}
 	/* Close-to-open: ask the origin unless nocto. */
 	ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
-	if (ret) {
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
@@ -358,15 +369,24 @@ static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	gw_req_cred(req, &f->cred);
+	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+		gw_log("cache: cannot hold file %llu, reading from the origin",
+		       (unsigned long long)a.fileid);
 	pthread_mutex_lock(&ino->lock);
+	ino->opens++;
 	/* Unchanged since the last open: the kernel's pages are still good. */
 	fi->keep_cache = ino->opened_before && same_version(&ino->open_attr, &a);
 	ino->open_attr = a;
 	ino->opened_before = true;
 	pthread_mutex_unlock(&ino->lock);
 	fi->fh = (uintptr_t)f;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* Interrupted: no release will follow. */
+		pthread_mutex_lock(&ino->lock);
+		ino->opens--;
+		pthread_mutex_unlock(&ino->lock);
 		free(f);
+	}
 }
 
 static void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
@@ -385,7 +405,16 @@ static void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
-	(void)nodeid;
+	struct gw_inode *ino = gw_inode_find(req_gw(req), nodeid);
+	bool last = false;
+
+	if (ino) {
+		pthread_mutex_lock(&ino->lock);
+		last = ino->opens > 0 && --ino->opens == 0;
+		pthread_mutex_unlock(&ino->lock);
+		if (last)
+			gw_inode_drop_fetch(ino);
+	}
 	free((void *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

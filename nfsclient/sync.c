@@ -165,7 +165,7 @@ struct read_chunk {
 	struct nfsc_attr attr;
 };
 
-#define NFSC_PREAD_MAX_CHUNKS 64
+#define NFSC_PREAD_MAX_CHUNKS 4096
 
 /* Read [off, off+len) with rsize READs spread over the connections; a chunk
  * that comes back short before EOF is finished with further READs. */

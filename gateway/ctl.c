@@ -1,0 +1,196 @@
+/* ctl.c - the control socket: live statistics for cachegw-inspect.
+ *
+ * A unix stream socket `control.sock` in the cache directory, mode 0600
+ * (only the cache's owner may ask). A client sends one command line and
+ * reads the reply until EOF:
+ *   stats       human-readable counters
+ *   prometheus  Prometheus text exposition format
+ * One thread serves clients one after another: requests are rare and tiny.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+#define CTL_NAME "control.sock"
+
+struct metric {
+	const char *name;
+	const char *type;	/* counter | gauge */
+	const char *help;
+	uint64_t value;
+};
+
+static size_t collect(struct gw *gw, struct metric *m, size_t max)
+{
+	struct cache_stats cs = { 0 };
+	size_t n = 0;
+
+	if (gw->cache)
+		cache_get_stats(gw->cache, &cs);
+#define M(nm, ty, hp, v) do { if (n < max) m[n++] = (struct metric){ \
+		"cachegw_" nm, ty, hp, (uint64_t)(v) }; } while (0)
+	M("origin_read_bytes_total", "counter",
+	  "Bytes of READ payload received from the origin.",
+	  nfsc_read_bytes(gw->nfs));
+	M("cache_hit_bytes_total", "counter",
+	  "Bytes served from verified cache blocks.", cs.hit_bytes);
+	M("cache_miss_bytes_total", "counter",
+	  "Bytes asked for that were not in the cache.", cs.miss_bytes);
+	M("cache_fill_bytes_total", "counter",
+	  "Bytes written into the cache.", cs.fill_bytes);
+	M("cache_corrupt_blocks_total", "counter",
+	  "Cache blocks that failed their checksum and were dropped.",
+	  cs.corrupt_blocks);
+	M("cache_used_bytes", "gauge",
+	  "Bytes allocated by cache objects on the cache filesystem.",
+	  cs.used_bytes);
+	M("cache_objects", "gauge", "Objects in the cache.", cs.objects);
+	M("cache_culled_objects_total", "counter",
+	  "Objects dropped to respect cache_size and free-space limits.",
+	  cs.culled_objects);
+	M("cache_errors_total", "counter",
+	  "I/O errors on the cache that dropped an object.", cs.errors);
+	M("cache_fills_skipped_total", "counter",
+	  "Fills refused because the cache was full or below bstop.",
+	  cs.fills_skipped);
+	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
+	  gw_itable_count(gw));
+#undef M
+	return n;
+}
+
+static void reply_stats(struct gw *gw, FILE *out, bool prometheus)
+{
+	struct metric m[32];
+	size_t n = collect(gw, m, 32), i;
+
+	for (i = 0; i < n; i++) {
+		if (prometheus)
+			fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n",
+				m[i].name, m[i].help, m[i].name, m[i].type,
+				m[i].name, (unsigned long long)m[i].value);
+		else
+			fprintf(out, "%-36s %llu\n", m[i].name + 8,
+				(unsigned long long)m[i].value);
+	}
+}
+
+static void serve_client(struct gw *gw, int fd)
+{
+	char cmd[128];
+	ssize_t got;
+	FILE *out;
+	struct timeval tv = { .tv_sec = 2 };
+
+	/* A client that never speaks must not stall the control thread. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	got = read(fd, cmd, sizeof(cmd) - 1);
+	if (got <= 0)
+		return;
+	cmd[got] = 0;
+	cmd[strcspn(cmd, "\r\n")] = 0;
+	out = fdopen(dup(fd), "w");
+	if (!out)
+		return;
+	if (!strcmp(cmd, "stats"))
+		reply_stats(gw, out, false);
+	else if (!strcmp(cmd, "prometheus"))
+		reply_stats(gw, out, true);
+	else
+		fprintf(out, "error: unknown command '%s' (stats, "
+			"prometheus)\n", cmd);
+	fclose(out);
+}
+
+static void *ctl_thread(void *arg)
+{
+	struct gw *gw = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = gw->ctl_fd, .events = POLLIN },
+			{ .fd = gw->ctl_stop[0], .events = POLLIN },
+		};
+		int fd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		fd = accept4(gw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_client(gw, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+int gw_ctl_start(struct gw *gw, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int ret;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir,
+			     CTL_NAME) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	gw->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (gw->ctl_fd < 0)
+		return -errno;
+	/* We hold the cache lock, so a socket file left here is stale. */
+	unlink(sa.sun_path);
+	old = umask(0077);
+	ret = bind(gw->ctl_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (ret < 0 || listen(gw->ctl_fd, 8) < 0)
+		goto out_errno;
+	if (pipe2(gw->ctl_stop, O_CLOEXEC) < 0)
+		goto out_errno;
+	ret = pthread_create(&gw->ctl_thread, NULL, ctl_thread, gw);
+	if (ret) {
+		close(gw->ctl_stop[0]);
+		close(gw->ctl_stop[1]);
+		errno = ret;
+		goto out_errno;
+	}
+	gw->ctl_path = strdup(sa.sun_path);
+	return 0;
+
+out_errno:
+	ret = -errno;
+	close(gw->ctl_fd);
+	gw->ctl_fd = -1;
+	return ret;
+}
+
+void gw_ctl_stop(struct gw *gw)
+{
+	if (gw->ctl_fd < 0)
+		return;
+	if (write(gw->ctl_stop[1], "x", 1) != 1)
+		perror("cachegw: control stop");
+	pthread_join(gw->ctl_thread, NULL);
+	close(gw->ctl_stop[0]);
+	close(gw->ctl_stop[1]);
+	close(gw->ctl_fd);
+	gw->ctl_fd = -1;
+	if (gw->ctl_path) {
+		unlink(gw->ctl_path);
+		free(gw->ctl_path);
+		gw->ctl_path = NULL;
+	}
+}
