@@ -85,7 +85,7 @@ void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f)
 	a->ctime.tv_nsec = f->ctime.nseconds;
 }
 
-static void post_op(const post_op_attr *p, struct nfsc_attr *attr,
+void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
 		    bool *has_attr)
 {
 	bool have = p->attributes_follow;
@@ -96,13 +96,13 @@ static void post_op(const post_op_attr *p, struct nfsc_attr *attr,
 		nfsc_attr_from_fattr3(attr, &p->post_op_attr_u.attributes);
 }
 
-static void fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh)
+void nfsc_fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh)
 {
 	dst->data.data_len = fh->len;
 	dst->data.data_val = (char *)fh->data;
 }
 
-static int fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src)
+int nfsc_fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src)
 {
 	if (src->data.data_len == 0 || src->data.data_len > NFSC_FH_MAX)
 		return -EPROTO;
@@ -112,12 +112,12 @@ static int fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src)
 }
 
 /* Queue r or free it: the common tail of every call below. */
-static int submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r)
+int nfsc_submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r)
 {
 	int ret = nfsc_submit(n, conn, r);
 
 	if (ret)
-		free(r);
+		nfsc_req_free(r);
 	return ret;
 }
 
@@ -143,7 +143,7 @@ static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	GETATTR3args a = { 0 };
 
-	fh3_set(&a.object, &r->fh);
+	nfsc_fh3_set(&a.object, &r->fh);
 	return rpc_nfs3_getattr_async(rpc, getattr_done, &a, r);
 }
 
@@ -156,7 +156,7 @@ int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	if (!r)
 		return -ENOMEM;
 	r->u.getattr.attr = attr;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 /* ---- LOOKUP ---- */
@@ -174,8 +174,8 @@ static void lookup_done(struct rpc_context *rpc, int status, void *data,
 	if (!ret) {
 		LOOKUP3resok *ok = &res->LOOKUP3res_u.resok;
 
-		ret = fh_from3(r->u.lookup.out, &ok->object);
-		post_op(&ok->obj_attributes, r->u.lookup.attr,
+		ret = nfsc_fh_from3(r->u.lookup.out, &ok->object);
+		nfsc_post_op(&ok->obj_attributes, r->u.lookup.attr,
 			r->u.lookup.has_attr);
 	}
 	nfsc_complete(r, ret);
@@ -185,7 +185,7 @@ static int lookup_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	LOOKUP3args a = { 0 };
 
-	fh3_set(&a.what.dir, &r->fh);
+	nfsc_fh3_set(&a.what.dir, &r->fh);
 	a.what.name = r->name;
 	return rpc_nfs3_lookup_async(rpc, lookup_done, &a, r);
 }
@@ -208,7 +208,7 @@ int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.lookup.has_attr = has_attr;
 	if (has_attr)
 		*has_attr = false;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 /* ---- ACCESS ---- */
@@ -232,7 +232,7 @@ static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	ACCESS3args a = { 0 };
 
-	fh3_set(&a.object, &r->fh);
+	nfsc_fh3_set(&a.object, &r->fh);
 	a.access = r->u.access.mask;
 	return rpc_nfs3_access_async(rpc, access_done, &a, r);
 }
@@ -247,7 +247,7 @@ int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		return -ENOMEM;
 	r->u.access.mask = mask;
 	r->u.access.granted = granted;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 /* ---- READ ---- */
@@ -263,7 +263,7 @@ static void read_done(struct rpc_context *rpc, int status, void *data,
 	if (!ret) {
 		ret = nfsc_status_to_errno(res->status);
 		if (ret && r->u.read.has_attr)
-			post_op(&res->READ3res_u.resfail.file_attributes,
+			nfsc_post_op(&res->READ3res_u.resfail.file_attributes,
 				r->u.read.attr, r->u.read.has_attr);
 	}
 	if (!ret) {
@@ -275,7 +275,7 @@ static void read_done(struct rpc_context *rpc, int status, void *data,
 		memcpy(r->u.read.buf, ok->data.data_val, got);
 		*r->u.read.got = got;
 		*r->u.read.eof = ok->eof;
-		post_op(&ok->file_attributes, r->u.read.attr,
+		nfsc_post_op(&ok->file_attributes, r->u.read.attr,
 			r->u.read.has_attr);
 		atomic_fetch_add(&r->n->read_bytes, got);
 	}
@@ -286,7 +286,7 @@ static int read_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	READ3args a = { 0 };
 
-	fh3_set(&a.file, &r->fh);
+	nfsc_fh3_set(&a.file, &r->fh);
 	a.offset = r->u.read.off;
 	a.count = r->u.read.count;
 	return rpc_nfs3_read_async(rpc, read_done, &a, r);
@@ -313,7 +313,7 @@ int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	*eof = false;
 	if (has_attr)
 		*has_attr = false;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 /* ---- READDIRPLUS ---- */
@@ -338,9 +338,9 @@ static int dirlist_push(struct nfsc_dirlist *l, const entryplus3 *e)
 		return -ENOMEM;
 	d->fileid = e->fileid;
 	d->cookie = e->cookie;
-	post_op(&e->name_attributes, &d->attr, &d->has_attr);
+	nfsc_post_op(&e->name_attributes, &d->attr, &d->has_attr);
 	if (e->name_handle.handle_follows &&
-	    fh_from3(&d->fh, &e->name_handle.post_op_fh3_u.handle) == 0)
+	    nfsc_fh_from3(&d->fh, &e->name_handle.post_op_fh3_u.handle) == 0)
 		d->has_fh = true;
 	l->n++;
 	return 0;
@@ -374,7 +374,7 @@ static int rdp_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	READDIRPLUS3args a = { 0 };
 
-	fh3_set(&a.dir, &r->fh);
+	nfsc_fh3_set(&a.dir, &r->fh);
 	a.cookie = *r->u.rdp.cookie;
 	memcpy(a.cookieverf, r->u.rdp.verf, NFS3_COOKIEVERFSIZE);
 	a.dircount = 8192;
@@ -396,7 +396,7 @@ int nfsc_readdirplus_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.rdp.list = list;
 	r->u.rdp.eof = eof;
 	*eof = false;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 void nfsc_dirlist_free(struct nfsc_dirlist *l)
@@ -434,7 +434,7 @@ static int readlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	READLINK3args a = { 0 };
 
-	fh3_set(&a.symlink, &r->fh);
+	nfsc_fh3_set(&a.symlink, &r->fh);
 	return rpc_nfs3_readlink_async(rpc, readlink_done, &a, r);
 }
 
@@ -451,7 +451,7 @@ int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		return -ENOMEM;
 	r->u.readlink.buf = buf;
 	r->u.readlink.size = size;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 /* ---- FSSTAT / FSINFO ---- */
@@ -484,7 +484,7 @@ static int fsstat_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	FSSTAT3args a = { 0 };
 
-	fh3_set(&a.fsroot, &r->fh);
+	nfsc_fh3_set(&a.fsroot, &r->fh);
 	return rpc_nfs3_fsstat_async(rpc, fsstat_done, &a, r);
 }
 
@@ -497,7 +497,7 @@ int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	if (!r)
 		return -ENOMEM;
 	r->u.fsstat.st = st;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }
 
 static void fsinfo_done(struct rpc_context *rpc, int status, void *data,
@@ -528,7 +528,7 @@ static int fsinfo_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	FSINFO3args a = { 0 };
 
-	fh3_set(&a.fsroot, &r->fh);
+	nfsc_fh3_set(&a.fsroot, &r->fh);
 	return rpc_nfs3_fsinfo_async(rpc, fsinfo_done, &a, r);
 }
 
@@ -541,5 +541,5 @@ int nfsc_fsinfo_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	if (!r)
 		return -ENOMEM;
 	r->u.fsinfo.fi = fi;
-	return submit_or_free(n, conn, r);
+	return nfsc_submit_or_free(n, conn, r);
 }

@@ -93,6 +93,30 @@ struct nfsc_dirlist {
 	size_t n, cap;
 };
 
+/* Attributes to change (SETATTR, and the initial ones of CREATE/MKDIR/...).
+ * A field is sent only when its set_ flag is true. */
+enum nfsc_time_how { NFSC_TIME_KEEP = 0, NFSC_TIME_SERVER, NFSC_TIME_CLIENT };
+struct nfsc_sattr {
+	bool set_mode, set_uid, set_gid, set_size;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	enum nfsc_time_how atime_how, mtime_how;
+	struct timespec atime, mtime;
+};
+
+/* What a call that makes a name returns. */
+struct nfsc_created {
+	bool has_fh, has_attr;
+	struct nfsc_fh fh;
+	struct nfsc_attr attr;
+};
+
+/* Post-operation attributes of the object a call changed. */
+struct nfsc_post {
+	bool has_attr;
+	struct nfsc_attr attr;
+};
+
 typedef void (*nfsc_cb)(int status, void *priv);
 
 /* Connect `nconnect` contexts to the export named by url (libnfs URL syntax,
@@ -162,6 +186,58 @@ int nfsc_fsinfo_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fh, struct nfsc_fsinfo *fi,
 		      nfsc_cb cb, void *priv);
 
+/* ---- calls that change the origin (calls_write.c) ---- */
+
+int nfsc_setattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *fh, const struct nfsc_sattr *sa,
+		       struct nfsc_post *post, nfsc_cb cb, void *priv);
+/* WRITE count bytes of buf at off; stable: FILE_SYNC instead of UNSTABLE.
+ * *written receives the bytes the origin took, verf its write verifier. */
+int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *fh, uint64_t off, uint32_t count,
+		     const void *buf, bool stable, uint32_t *written,
+		     uint8_t verf[8], struct nfsc_post *post,
+		     nfsc_cb cb, void *priv);
+/* COMMIT the whole file; verf receives the verifier to compare with the
+ * WRITEs': a different one means the origin lost them (it rebooted). */
+int nfsc_commit_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, uint8_t verf[8],
+		      struct nfsc_post *post, nfsc_cb cb, void *priv);
+/* CREATE a regular file; exclusive: GUARDED (fails -EEXIST). */
+int nfsc_create_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      const struct nfsc_sattr *sa, bool exclusive,
+		      struct nfsc_created *out, nfsc_cb cb, void *priv);
+int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     const struct nfsc_sattr *sa, struct nfsc_created *out,
+		     nfsc_cb cb, void *priv);
+int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *dir, const char *name,
+		       const char *target, struct nfsc_created *out,
+		       nfsc_cb cb, void *priv);
+/* MKNOD of a FIFO, socket or device (type NFSC_FIFO/SOCK/CHR/BLK). */
+int nfsc_mknod_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     enum nfsc_type type, const struct nfsc_sattr *sa,
+		     uint32_t major, uint32_t minor, struct nfsc_created *out,
+		     nfsc_cb cb, void *priv);
+/* LINK fh as dir/name; post receives fh's new attributes (nlink). */
+int nfsc_link_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		    const struct nfsc_fh *fh, const struct nfsc_fh *dir,
+		    const char *name, struct nfsc_post *post,
+		    nfsc_cb cb, void *priv);
+int nfsc_remove_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      nfsc_cb cb, void *priv);
+int nfsc_rmdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     nfsc_cb cb, void *priv);
+int nfsc_rename_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fromdir, const char *from,
+		      const struct nfsc_fh *todir, const char *to,
+		      nfsc_cb cb, void *priv);
+
 /* ---- sync helpers, built on the async calls; must not be called from a
  * callback ---- */
 int nfsc_getattr(struct nfsc *n, const struct nfsc_cred *cr,
@@ -185,5 +261,36 @@ void nfsc_dirlist_free(struct nfsc_dirlist *list);
 ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 		   const struct nfsc_fh *fh, void *buf, size_t len,
 		   uint64_t off, struct nfsc_attr *attr, bool *has_attr);
+
+int nfsc_setattr(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *fh, const struct nfsc_sattr *sa,
+		 struct nfsc_post *post);
+int nfsc_commit(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, uint8_t verf[8],
+		struct nfsc_post *post);
+int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name,
+		const struct nfsc_sattr *sa, bool exclusive,
+		struct nfsc_created *out);
+int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name,
+	       const struct nfsc_sattr *sa, struct nfsc_created *out);
+int nfsc_symlink(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *dir, const char *name,
+		 const char *target, struct nfsc_created *out);
+int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name,
+	       enum nfsc_type type, const struct nfsc_sattr *sa,
+	       uint32_t major, uint32_t minor, struct nfsc_created *out);
+int nfsc_link(struct nfsc *n, const struct nfsc_cred *cr,
+	      const struct nfsc_fh *fh, const struct nfsc_fh *dir,
+	      const char *name, struct nfsc_post *post);
+int nfsc_remove(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name);
+int nfsc_rmdir(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name);
+int nfsc_rename(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fromdir, const char *from,
+		const struct nfsc_fh *todir, const char *to);
 
 #endif

@@ -30,7 +30,11 @@ struct nfsc_req {
 	nfsc_issue_fn issue;
 	struct nfsc_cred cred;
 	struct nfsc_fh fh;		/* the object the call is about */
-	char name[NFSC_NAME_MAX + 1];	/* LOOKUP */
+	char name[NFSC_NAME_MAX + 1];	/* LOOKUP, CREATE, ..., RENAME from */
+	struct nfsc_fh fh2;		/* LINK/RENAME target directory */
+	char name2[NFSC_NAME_MAX + 1];	/* LINK/RENAME target name */
+	struct nfsc_sattr sa;		/* SETATTR, CREATE, MKDIR, ... */
+	char *target;			/* SYMLINK, owned */
 	unsigned tries;			/* timeouts seen so far */
 	union {
 		struct { struct nfsc_attr *attr; } getattr;
@@ -51,7 +55,18 @@ struct nfsc_req {
 		struct { char *buf; size_t size; } readlink;
 		struct { struct nfsc_fsstat *st; } fsstat;
 		struct { struct nfsc_fsinfo *fi; } fsinfo;
+		struct {
+			uint64_t off; uint32_t count; const void *buf;
+			bool stable; uint32_t *written; uint8_t *verf;
+		} write;
+		struct { uint8_t *verf; } commit;
+		struct {
+			bool exclusive; enum nfsc_type type;
+			uint32_t major, minor;
+		} mk;
 	} u;
+	struct nfsc_post *post;		/* SETATTR, WRITE, COMMIT, LINK */
+	struct nfsc_created *created;	/* CREATE, MKDIR, SYMLINK, MKNOD */
 	nfsc_cb cb;
 	void *priv;
 };
@@ -97,5 +112,12 @@ struct nfsc_req *nfsc_req_new(struct nfsc *n, const struct nfsc_cred *cr,
 /* calls.c */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data);
 void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f);
+void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
+		  bool *has_attr);
+void nfsc_fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh);
+int nfsc_fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src);
+int nfsc_submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r);
+/* The request's completion frees what it owns (nfsc_complete). */
+void nfsc_req_free(struct nfsc_req *r);
 
 #endif

@@ -387,6 +387,12 @@ void nfsc_complete(struct nfsc_req *r, int status)
 		}
 	}
 	r->cb(status, r->priv);
+	nfsc_req_free(r);
+}
+
+void nfsc_req_free(struct nfsc_req *r)
+{
+	free(r->target);
 	free(r);
 }
 

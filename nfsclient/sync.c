@@ -65,65 +65,50 @@ static void waiter_queued(struct waiter *w, int submit_ret)
 		waiter_done(submit_ret, w);
 }
 
+/* One async call, waited for: `call` names waiter_done and &w. */
+#define SYNC_CALL(call) do {						\
+	struct waiter w;						\
+									\
+	waiter_init(&w);						\
+	waiter_add(&w);							\
+	waiter_queued(&w, call);					\
+	return waiter_wait(&w);						\
+} while (0)
+
 int nfsc_getattr(struct nfsc *n, const struct nfsc_cred *cr,
 		 const struct nfsc_fh *fh, struct nfsc_attr *attr)
 {
-	struct waiter w;
-
-	waiter_init(&w);
-	waiter_add(&w);
-	waiter_queued(&w, nfsc_getattr_async(n, -1, cr, fh, attr,
+	SYNC_CALL(nfsc_getattr_async(n, -1, cr, fh, attr,
 					     waiter_done, &w));
-	return waiter_wait(&w);
 }
 
 int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *dir, const char *name,
 		struct nfsc_fh *out, struct nfsc_attr *attr, bool *has_attr)
 {
-	struct waiter w;
-
-	waiter_init(&w);
-	waiter_add(&w);
-	waiter_queued(&w, nfsc_lookup_async(n, -1, cr, dir, name, out, attr,
+	SYNC_CALL(nfsc_lookup_async(n, -1, cr, dir, name, out, attr,
 					    has_attr, waiter_done, &w));
-	return waiter_wait(&w);
 }
 
 int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted)
 {
-	struct waiter w;
-
-	waiter_init(&w);
-	waiter_add(&w);
-	waiter_queued(&w, nfsc_access_async(n, -1, cr, fh, mask, granted,
+	SYNC_CALL(nfsc_access_async(n, -1, cr, fh, mask, granted,
 					    waiter_done, &w));
-	return waiter_wait(&w);
 }
 
 int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
 		  const struct nfsc_fh *fh, char *buf, size_t size)
 {
-	struct waiter w;
-
-	waiter_init(&w);
-	waiter_add(&w);
-	waiter_queued(&w, nfsc_readlink_async(n, -1, cr, fh, buf, size,
+	SYNC_CALL(nfsc_readlink_async(n, -1, cr, fh, buf, size,
 					      waiter_done, &w));
-	return waiter_wait(&w);
 }
 
 int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, struct nfsc_fsstat *st)
 {
-	struct waiter w;
-
-	waiter_init(&w);
-	waiter_add(&w);
-	waiter_queued(&w, nfsc_fsstat_async(n, -1, cr, fh, st, waiter_done,
+	SYNC_CALL(nfsc_fsstat_async(n, -1, cr, fh, st, waiter_done,
 					    &w));
-	return waiter_wait(&w);
 }
 
 int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
@@ -240,4 +225,82 @@ out:
 	if (ch != stack)
 		free(ch);
 	return ret ? ret : (ssize_t)total;
+}
+
+int nfsc_setattr(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *fh, const struct nfsc_sattr *sa,
+		 struct nfsc_post *post)
+{
+	SYNC_CALL(nfsc_setattr_async(n, -1, cr, fh, sa, post, waiter_done,
+				     &w));
+}
+
+int nfsc_commit(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, uint8_t verf[8],
+		struct nfsc_post *post)
+{
+	SYNC_CALL(nfsc_commit_async(n, -1, cr, fh, verf, post, waiter_done,
+				    &w));
+}
+
+int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name,
+		const struct nfsc_sattr *sa, bool exclusive,
+		struct nfsc_created *out)
+{
+	SYNC_CALL(nfsc_create_async(n, -1, cr, dir, name, sa, exclusive, out,
+				    waiter_done, &w));
+}
+
+int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name,
+	       const struct nfsc_sattr *sa, struct nfsc_created *out)
+{
+	SYNC_CALL(nfsc_mkdir_async(n, -1, cr, dir, name, sa, out, waiter_done,
+				   &w));
+}
+
+int nfsc_symlink(struct nfsc *n, const struct nfsc_cred *cr,
+		 const struct nfsc_fh *dir, const char *name,
+		 const char *target, struct nfsc_created *out)
+{
+	SYNC_CALL(nfsc_symlink_async(n, -1, cr, dir, name, target, out,
+				     waiter_done, &w));
+}
+
+int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name,
+	       enum nfsc_type type, const struct nfsc_sattr *sa,
+	       uint32_t major, uint32_t minor, struct nfsc_created *out)
+{
+	SYNC_CALL(nfsc_mknod_async(n, -1, cr, dir, name, type, sa, major,
+				   minor, out, waiter_done, &w));
+}
+
+int nfsc_link(struct nfsc *n, const struct nfsc_cred *cr,
+	      const struct nfsc_fh *fh, const struct nfsc_fh *dir,
+	      const char *name, struct nfsc_post *post)
+{
+	SYNC_CALL(nfsc_link_async(n, -1, cr, fh, dir, name, post, waiter_done,
+				  &w));
+}
+
+int nfsc_remove(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *dir, const char *name)
+{
+	SYNC_CALL(nfsc_remove_async(n, -1, cr, dir, name, waiter_done, &w));
+}
+
+int nfsc_rmdir(struct nfsc *n, const struct nfsc_cred *cr,
+	       const struct nfsc_fh *dir, const char *name)
+{
+	SYNC_CALL(nfsc_rmdir_async(n, -1, cr, dir, name, waiter_done, &w));
+}
+
+int nfsc_rename(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fromdir, const char *from,
+		const struct nfsc_fh *todir, const char *to)
+{
+	SYNC_CALL(nfsc_rename_async(n, -1, cr, fromdir, from, todir, to,
+				    waiter_done, &w));
 }

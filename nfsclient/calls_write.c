@@ -1,0 +1,527 @@
+/* calls_write.c - NFSv3 procedures that change the origin: SETATTR, WRITE,
+ * COMMIT, CREATE, MKDIR, SYMLINK, MKNOD, LINK, REMOVE, RMDIR, RENAME.
+ * Same pattern as calls.c: build a request, queue it, decode the reply on
+ * the service thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfsc_i.h"
+
+static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
+{
+	memset(d, 0, sizeof(*d));
+	if (!s)
+		return;
+	d->mode.set_it = s->set_mode;
+	d->mode.set_mode3_u.mode = s->mode & 07777;
+	d->uid.set_it = s->set_uid;
+	d->uid.set_uid3_u.uid = s->uid;
+	d->gid.set_it = s->set_gid;
+	d->gid.set_gid3_u.gid = s->gid;
+	d->size.set_it = s->set_size;
+	d->size.set_size3_u.size = s->size;
+	d->atime.set_it = (time_how)s->atime_how;
+	d->atime.set_atime_u.atime.seconds = (u_int)s->atime.tv_sec;
+	d->atime.set_atime_u.atime.nseconds = (u_int)s->atime.tv_nsec;
+	d->mtime.set_it = (time_how)s->mtime_how;
+	d->mtime.set_mtime_u.mtime.seconds = (u_int)s->mtime.tv_sec;
+	d->mtime.set_mtime_u.mtime.nseconds = (u_int)s->mtime.tv_nsec;
+}
+
+/* wcc_data: keep the "after" attributes for the caller. */
+static void post_wcc(struct nfsc_req *r, const wcc_data *w)
+{
+	if (r->post)
+		nfsc_post_op(&w->after, &r->post->attr, &r->post->has_attr);
+}
+
+static int name_ok(const char *name)
+{
+	return strlen(name) > NFSC_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* A request about dir/name, with the common checks done. */
+static struct nfsc_req *name_req(struct nfsc *n, const struct nfsc_cred *cr,
+				 const struct nfsc_fh *dir, const char *name,
+				 nfsc_issue_fn issue, nfsc_cb cb, void *priv,
+				 int *err)
+{
+	struct nfsc_req *r;
+
+	*err = name_ok(name);
+	if (*err)
+		return NULL;
+	r = nfsc_req_new(n, cr, dir, issue, cb, priv);
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	strcpy(r->name, name);
+	return r;
+}
+
+/* ---- SETATTR ---- */
+
+static void setattr_done(struct rpc_context *rpc, int status, void *data,
+			 void *priv)
+{
+	struct nfsc_req *r = priv;
+	SETATTR3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret) {
+		ret = nfsc_status_to_errno(res->status);
+		post_wcc(r, ret ? &res->SETATTR3res_u.resfail.obj_wcc :
+				  &res->SETATTR3res_u.resok.obj_wcc);
+	}
+	nfsc_complete(r, ret);
+}
+
+static int setattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	SETATTR3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.object, &r->fh);
+	sattr3_set(&a.new_attributes, &r->sa);
+	return rpc_nfs3_setattr_async(rpc, setattr_done, &a, r);
+}
+
+int nfsc_setattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *fh, const struct nfsc_sattr *sa,
+		       struct nfsc_post *post, nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, setattr_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->sa = *sa;
+	r->post = post;
+	if (post)
+		post->has_attr = false;
+	return nfsc_submit_or_free(n, conn, r);
+}
+
+/* ---- WRITE / COMMIT ---- */
+
+static void write_done(struct rpc_context *rpc, int status, void *data,
+		       void *priv)
+{
+	struct nfsc_req *r = priv;
+	WRITE3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret) {
+		ret = nfsc_status_to_errno(res->status);
+		if (ret) {
+			post_wcc(r, &res->WRITE3res_u.resfail.file_wcc);
+		} else {
+			WRITE3resok *ok = &res->WRITE3res_u.resok;
+
+			post_wcc(r, &ok->file_wcc);
+			*r->u.write.written = ok->count > r->u.write.count ?
+					      r->u.write.count : ok->count;
+			memcpy(r->u.write.verf, ok->verf, NFS3_WRITEVERFSIZE);
+		}
+	}
+	nfsc_complete(r, ret);
+}
+
+static int write_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	WRITE3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.file, &r->fh);
+	a.offset = r->u.write.off;
+	a.count = r->u.write.count;
+	a.stable = r->u.write.stable ? FILE_SYNC : UNSTABLE;
+	a.data.data_len = r->u.write.count;
+	a.data.data_val = (char *)r->u.write.buf;
+	return rpc_nfs3_write_async(rpc, write_done, &a, r);
+}
+
+int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *fh, uint64_t off, uint32_t count,
+		     const void *buf, bool stable, uint32_t *written,
+		     uint8_t verf[8], struct nfsc_post *post,
+		     nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, write_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.write.off = off;
+	r->u.write.count = count;
+	r->u.write.buf = buf;
+	r->u.write.stable = stable;
+	r->u.write.written = written;
+	r->u.write.verf = verf;
+	r->post = post;
+	*written = 0;
+	if (post)
+		post->has_attr = false;
+	return nfsc_submit_or_free(n, conn, r);
+}
+
+static void commit_done(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nfsc_req *r = priv;
+	COMMIT3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret) {
+		ret = nfsc_status_to_errno(res->status);
+		if (ret) {
+			post_wcc(r, &res->COMMIT3res_u.resfail.file_wcc);
+		} else {
+			post_wcc(r, &res->COMMIT3res_u.resok.file_wcc);
+			memcpy(r->u.commit.verf, res->COMMIT3res_u.resok.verf,
+			       NFS3_WRITEVERFSIZE);
+		}
+	}
+	nfsc_complete(r, ret);
+}
+
+static int commit_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	COMMIT3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.file, &r->fh);
+	return rpc_nfs3_commit_async(rpc, commit_done, &a, r);
+}
+
+int nfsc_commit_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fh, uint8_t verf[8],
+		      struct nfsc_post *post, nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r = nfsc_req_new(n, cr, fh, commit_issue, cb, priv);
+
+	if (!r)
+		return -ENOMEM;
+	r->u.commit.verf = verf;
+	r->post = post;
+	if (post)
+		post->has_attr = false;
+	return nfsc_submit_or_free(n, conn, r);
+}
+
+/* ---- CREATE / MKDIR / SYMLINK / MKNOD: all answer with a new object ---- */
+
+static void created_from(struct nfsc_req *r, const post_op_fh3 *fh,
+			 const post_op_attr *attr)
+{
+	struct nfsc_created *c = r->created;
+
+	c->has_fh = fh->handle_follows &&
+		    nfsc_fh_from3(&c->fh, &fh->post_op_fh3_u.handle) == 0;
+	nfsc_post_op(attr, &c->attr, &c->has_attr);
+}
+
+#define CREATED_DONE(fn, RES, U)					\
+static void fn(struct rpc_context *rpc, int status, void *data, void *priv) \
+{									\
+	struct nfsc_req *r = priv;					\
+	RES *res = data;						\
+	int ret = nfsc_rpc_status(r, status, data);			\
+									\
+	(void)rpc;							\
+	if (!ret)							\
+		ret = nfsc_status_to_errno(res->status);		\
+	if (!ret)							\
+		created_from(r, &res->U.resok.obj,			\
+			     &res->U.resok.obj_attributes);		\
+	nfsc_complete(r, ret);						\
+}
+CREATED_DONE(create_done, CREATE3res, CREATE3res_u)
+CREATED_DONE(mkdir_done, MKDIR3res, MKDIR3res_u)
+CREATED_DONE(symlink_done, SYMLINK3res, SYMLINK3res_u)
+CREATED_DONE(mknod_done, MKNOD3res, MKNOD3res_u)
+
+static int create_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	CREATE3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.where.dir, &r->fh);
+	a.where.name = r->name;
+	a.how.mode = r->u.mk.exclusive ? GUARDED : UNCHECKED;
+	sattr3_set(&a.how.createhow3_u.obj_attributes, &r->sa);
+	return rpc_nfs3_create_async(rpc, create_done, &a, r);
+}
+
+static int mkdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	MKDIR3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.where.dir, &r->fh);
+	a.where.name = r->name;
+	sattr3_set(&a.attributes, &r->sa);
+	return rpc_nfs3_mkdir_async(rpc, mkdir_done, &a, r);
+}
+
+static int symlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	SYMLINK3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.where.dir, &r->fh);
+	a.where.name = r->name;
+	sattr3_set(&a.symlink.symlink_attributes, &r->sa);
+	a.symlink.symlink_data = r->target;
+	return rpc_nfs3_symlink_async(rpc, symlink_done, &a, r);
+}
+
+static int mknod_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	MKNOD3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.where.dir, &r->fh);
+	a.where.name = r->name;
+	a.what.type = (ftype3)r->u.mk.type;
+	switch (r->u.mk.type) {
+	case NFSC_CHR:
+	case NFSC_BLK:
+		sattr3_set(&a.what.mknoddata3_u.chr_device.dev_attributes,
+			   &r->sa);
+		a.what.mknoddata3_u.chr_device.spec.specdata1 = r->u.mk.major;
+		a.what.mknoddata3_u.chr_device.spec.specdata2 = r->u.mk.minor;
+		break;
+	default:
+		sattr3_set(&a.what.mknoddata3_u.pipe_attributes, &r->sa);
+		break;
+	}
+	return rpc_nfs3_mknod_async(rpc, mknod_done, &a, r);
+}
+
+static int created_submit(struct nfsc *n, int conn, struct nfsc_req *r,
+			  const struct nfsc_sattr *sa,
+			  struct nfsc_created *out)
+{
+	if (sa)
+		r->sa = *sa;
+	r->created = out;
+	memset(out, 0, sizeof(*out));
+	return nfsc_submit_or_free(n, conn, r);
+}
+
+int nfsc_create_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      const struct nfsc_sattr *sa, bool exclusive,
+		      struct nfsc_created *out, nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, create_issue, cb,
+				      priv, &err);
+
+	if (!r)
+		return err;
+	r->u.mk.exclusive = exclusive;
+	return created_submit(n, conn, r, sa, out);
+}
+
+int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     const struct nfsc_sattr *sa, struct nfsc_created *out,
+		     nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, mkdir_issue, cb,
+				      priv, &err);
+
+	if (!r)
+		return err;
+	return created_submit(n, conn, r, sa, out);
+}
+
+int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *dir, const char *name,
+		       const char *target, struct nfsc_created *out,
+		       nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r;
+
+	if (strlen(target) >= 4096)
+		return -ENAMETOOLONG;
+	r = name_req(n, cr, dir, name, symlink_issue, cb, priv, &err);
+	if (!r)
+		return err;
+	r->target = strdup(target);
+	if (!r->target) {
+		nfsc_req_free(r);
+		return -ENOMEM;
+	}
+	return created_submit(n, conn, r, NULL, out);
+}
+
+int nfsc_mknod_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     enum nfsc_type type, const struct nfsc_sattr *sa,
+		     uint32_t major, uint32_t minor, struct nfsc_created *out,
+		     nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r;
+
+	if (type != NFSC_FIFO && type != NFSC_SOCK && type != NFSC_CHR &&
+	    type != NFSC_BLK)
+		return -EINVAL;
+	r = name_req(n, cr, dir, name, mknod_issue, cb, priv, &err);
+	if (!r)
+		return err;
+	r->u.mk.type = type;
+	r->u.mk.major = major;
+	r->u.mk.minor = minor;
+	return created_submit(n, conn, r, sa, out);
+}
+
+/* ---- LINK ---- */
+
+static void link_done(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
+{
+	struct nfsc_req *r = priv;
+	LINK3res *res = data;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret)
+		ret = nfsc_status_to_errno(res->status);
+	if (!ret && r->post)
+		nfsc_post_op(&res->LINK3res_u.resok.file_attributes,
+			     &r->post->attr, &r->post->has_attr);
+	nfsc_complete(r, ret);
+}
+
+static int link_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	LINK3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.file, &r->fh);
+	nfsc_fh3_set(&a.link.dir, &r->fh2);
+	a.link.name = r->name2;
+	return rpc_nfs3_link_async(rpc, link_done, &a, r);
+}
+
+int nfsc_link_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		    const struct nfsc_fh *fh, const struct nfsc_fh *dir,
+		    const char *name, struct nfsc_post *post,
+		    nfsc_cb cb, void *priv)
+{
+	struct nfsc_req *r;
+	int ret = name_ok(name);
+
+	if (ret)
+		return ret;
+	r = nfsc_req_new(n, cr, fh, link_issue, cb, priv);
+	if (!r)
+		return -ENOMEM;
+	r->fh2 = *dir;
+	strcpy(r->name2, name);
+	r->post = post;
+	if (post)
+		post->has_attr = false;
+	return nfsc_submit_or_free(n, conn, r);
+}
+
+/* ---- REMOVE / RMDIR / RENAME: only a status matters ---- */
+
+#define STATUS_DONE(fn, RES)						\
+static void fn(struct rpc_context *rpc, int status, void *data, void *priv) \
+{									\
+	struct nfsc_req *r = priv;					\
+	RES *res = data;						\
+	int ret = nfsc_rpc_status(r, status, data);			\
+									\
+	(void)rpc;							\
+	if (!ret)							\
+		ret = nfsc_status_to_errno(res->status);		\
+	nfsc_complete(r, ret);						\
+}
+STATUS_DONE(remove_done, REMOVE3res)
+STATUS_DONE(rmdir_done, RMDIR3res)
+STATUS_DONE(rename_done, RENAME3res)
+
+static int remove_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	REMOVE3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.object.dir, &r->fh);
+	a.object.name = r->name;
+	return rpc_nfs3_remove_async(rpc, remove_done, &a, r);
+}
+
+static int rmdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	RMDIR3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.object.dir, &r->fh);
+	a.object.name = r->name;
+	return rpc_nfs3_rmdir_async(rpc, rmdir_done, &a, r);
+}
+
+static int rename_issue(struct rpc_context *rpc, struct nfsc_req *r)
+{
+	RENAME3args a;
+
+	memset(&a, 0, sizeof(a));
+	nfsc_fh3_set(&a.from.dir, &r->fh);
+	a.from.name = r->name;
+	nfsc_fh3_set(&a.to.dir, &r->fh2);
+	a.to.name = r->name2;
+	return rpc_nfs3_rename_async(rpc, rename_done, &a, r);
+}
+
+int nfsc_remove_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *dir, const char *name,
+		      nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, remove_issue, cb,
+				      priv, &err);
+
+	return r ? nfsc_submit_or_free(n, conn, r) : err;
+}
+
+int nfsc_rmdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, rmdir_issue, cb,
+				      priv, &err);
+
+	return r ? nfsc_submit_or_free(n, conn, r) : err;
+}
+
+int nfsc_rename_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		      const struct nfsc_fh *fromdir, const char *from,
+		      const struct nfsc_fh *todir, const char *to,
+		      nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r;
+
+	err = name_ok(to);
+	if (err)
+		return err;
+	r = name_req(n, cr, fromdir, from, rename_issue, cb, priv, &err);
+	if (!r)
+		return err;
+	r->fh2 = *todir;
+	strcpy(r->name2, to);
+	return nfsc_submit_or_free(n, conn, r);
+}
