@@ -42,6 +42,18 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("origin_read_bytes_total", "counter",
 	  "Bytes of READ payload received from the origin.",
 	  nfsc_read_bytes(gw->nfs));
+	M("origin_write_bytes_total", "counter",
+	  "Bytes of WRITE payload the origin accepted.",
+	  nfsc_write_bytes(gw->nfs));
+	pthread_mutex_lock(&gw->win_lock);
+	M("write_window_bytes", "gauge", "Bytes of WRITE in flight now.",
+	  gw->win_used);
+	M("write_window_waits_total", "counter",
+	  "Writes that waited for room in the write window.", gw->win_waits);
+	pthread_mutex_unlock(&gw->win_lock);
+	M("write_resends_total", "counter",
+	  "Extents written again because the origin's verifier changed.",
+	  __atomic_load_n(&gw->resends, __ATOMIC_RELAXED));
 	M("cache_hit_bytes_total", "counter",
 	  "Bytes served from verified cache blocks.", cs.hit_bytes);
 	M("cache_miss_bytes_total", "counter",

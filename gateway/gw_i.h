@@ -46,6 +46,8 @@ struct gw_opts {
 	unsigned brun, bcull, bstop;	/* percent */
 	uint64_t readahead;		/* bytes, max readahead window */
 	unsigned max_threads;		/* FUSE worker threads */
+	uint64_t write_window;		/* bytes of WRITE in flight */
+	bool cache_writes_around;	/* drop written blocks, not update */
 	char *logfile;
 	/* what is passed on to libfuse (mount options it understands) */
 	struct fuse_args fuse_args;
@@ -65,8 +67,20 @@ void gw_log_stop(void);
 
 /* ---- inode.c ---- */
 
+#define GW_ACCESS_SLOTS 4
+struct gw_access {
+	bool valid;
+	uint32_t uid, gid;
+	uint32_t asked, granted;	/* ACCESS3 bits */
+	double at;			/* CLOCK_MONOTONIC seconds */
+};
+
+struct gw_extent;
+
 struct gw_inode {
 	uint64_t nodeid;		/* FUSE node-id, never reused */
+	uint64_t parent;		/* node-id of the directory it was
+					 * found in (for ".."), itable lock */
 	struct nfsc_fh fh;		/* origin file handle */
 	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
 	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
@@ -83,6 +97,11 @@ struct gw_inode {
 	uint64_t fetch_off;
 	size_t fetch_len;
 	bool fetch_eof;			/* fetch ends at end of file */
+	struct gw_extent *uncommitted;	/* written, not yet COMMITted */
+	size_t uncommitted_bytes;
+	int write_err;			/* -errno to report at flush/fsync */
+	struct gw_access access[GW_ACCESS_SLOTS];
+	unsigned access_next;
 };
 
 struct gw_itable {
@@ -103,10 +122,13 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
 /* Find or create the inode for fh, take one kernel reference, and store
  * attr in it. NULL on allocation failure. */
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
-			      const struct nfsc_attr *attr);
+			      const struct nfsc_attr *attr, uint64_t parent);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
+void gw_inode_invalidate_attr(struct gw_inode *ino);
+/* Is a a later version of the file than b (ctime, then size)? */
+bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out);
@@ -118,15 +140,63 @@ void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
 /* ---- ops.c ---- */
 extern const struct fuse_lowlevel_ops gw_oper;
 void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
+void gw_make_entry(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
-/* ---- read.c ---- */
 struct gw_file {
 	struct nfsc_cred cred;		/* the opener's credentials */
 };
+/* Set up fi for ino (access check, close-to-open, keep_cache, cache
+ * object). created: attributes from a CREATE that just made the file (no
+ * checks: its creator may write it whatever its mode). */
+int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		 const struct nfsc_attr *created, struct fuse_file_info *fi);
+void gw_file_release(struct gw *gw, struct gw_inode *ino,
+		     struct fuse_file_info *fi);
+
+/* ---- ops_ns.c ---- */
+void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
+		      const char *name, const struct nfsc_cred *cr,
+		      struct nfsc_created *c, struct fuse_file_info *fi);
+void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode);
+void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev);
+void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		const char *name);
+void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi);
+void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
+	     const char *newname);
+void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
+		int to_set, struct fuse_file_info *fi);
+void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
+
+/* ---- access.c ---- */
+/* 0 if the origin lets cr do mask (R_OK|W_OK|X_OK) to ino, else -EACCES
+ * (or the origin's error). */
+int gw_access_check(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_cred *cr, int mask);
+void gw_access_forget(struct gw_inode *ino);
+
+/* ---- write.c ---- */
+void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+	      struct gw_file *f, const char *buf, size_t size, off_t off);
+/* Report (and clear) a pending write error; commit: COMMIT first. */
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool commit);
+void gw_write_forget(struct gw_inode *ino);
+
+/* ---- read.c ---- */
 /* Read for a FUSE read request; replies itself. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
 
+/* ---- cobj.c ---- */
 /* Open (or check) the inode's cache object against the origin's current
  * attributes a. Returns 1 if cached data was dropped because the file
  * changed, 0 if not, -errno if the cache cannot hold it (reads then go
@@ -134,6 +204,14 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 void gw_inode_drop_fetch(struct gw_inode *ino);
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
+void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
+/* The gateway itself changed the file (setattr): a is the result. */
+void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
+			 const struct nfsc_attr *a, bool size_changed);
+/* The gateway itself wrote buf at off; a: the WRITE's post-op attrs. */
+void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
+			const struct nfsc_attr *a, const void *buf,
+			size_t len, uint64_t off);
 
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
@@ -151,6 +229,13 @@ struct gw {
 	int ctl_stop[2];
 	pthread_t ctl_thread;
 	char *ctl_path;
+	/* write window */
+	pthread_mutex_t win_lock;
+	pthread_cond_t win_cond;
+	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
+	uint64_t win_waits;		/* writers that waited, win_lock */
+	uint64_t resends;		/* extents resent after a verifier
+					 * change */
 };
 
 #endif

@@ -118,6 +118,7 @@ static void inode_free(struct gw *gw, struct gw_inode *ino)
 	if (ino->obj)
 		cache_obj_put(ino->obj);
 	free(ino->fetch);
+	gw_write_forget(ino);
 	pthread_mutex_destroy(&ino->lock);
 	free(ino);
 }
@@ -160,7 +161,7 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
 }
 
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
-			      const struct nfsc_attr *attr)
+			      const struct nfsc_attr *attr, uint64_t parent)
 {
 	struct gw_itable *t = &gw->it;
 	struct gw_inode *ino;
@@ -181,6 +182,8 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		insert_locked(t, ino);
 	}
 	ino->nlookup++;
+	if (parent && ino != t->root)
+		ino->parent = parent;
 	pthread_mutex_unlock(&t->lock);
 	if (attr)
 		gw_inode_set_attr(ino, attr);
@@ -246,6 +249,22 @@ void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
 	clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
 	ino->attr_valid = true;
 	pthread_mutex_unlock(&ino->lock);
+}
+
+void gw_inode_invalidate_attr(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	ino->attr_valid = false;
+	pthread_mutex_unlock(&ino->lock);
+}
+
+bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b)
+{
+	if (a->ctime.tv_sec != b->ctime.tv_sec)
+		return a->ctime.tv_sec > b->ctime.tv_sec;
+	if (a->ctime.tv_nsec != b->ctime.tv_nsec)
+		return a->ctime.tv_nsec > b->ctime.tv_nsec;
+	return a->size > b->size;
 }
 
 static double elapsed_since(const struct timespec *t)

@@ -157,7 +157,12 @@ static int open_cache(struct gw *gw)
 
 static int run(struct gw_opts *o)
 {
-	struct gw gw = { .o = o, .ctl_fd = -1 };
+	struct gw gw = {
+		.o = o,
+		.ctl_fd = -1,
+		.win_lock = PTHREAD_MUTEX_INITIALIZER,
+		.win_cond = PTHREAD_COND_INITIALIZER,
+	};
 	struct fuse_loop_config *cfg = NULL;
 	int notify_fd = -1;
 	int ret = EXIT_FAILURE;

@@ -53,7 +53,7 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /* Fill a fuse_entry_param for ino with attributes a. */
-static void make_entry(struct gw *gw, struct gw_inode *ino,
+void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 		       const struct nfsc_attr *a, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -84,10 +84,10 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		if (ret)
 			return ret;
 	}
-	ino = gw_inode_ref(gw, &fh, &a);
+	ino = gw_inode_ref(gw, &fh, &a, parent->nodeid);
 	if (!ino)
 		return -ENOMEM;
-	make_entry(gw, ino, &a, e);
+	gw_make_entry(gw, ino, &a, e);
 	return 0;
 }
 
@@ -260,7 +260,6 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 	char *buf, *p;
 	size_t left = size, i;
 
-	(void)nodeid;
 	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -291,9 +290,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		if (need > left)
 			break;
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
-			ino = gw_inode_ref(gw, &de->fh, &de->attr);
+			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
 			if (ino)
-				make_entry(gw, ino, &de->attr, &e);
+				gw_make_entry(gw, ino, &de->attr, &e);
 		}
 		/* Entries without handle or attributes get ino 0: the kernel
 		 * will LOOKUP them when it needs them. */
@@ -340,82 +339,157 @@ static bool same_version(const struct nfsc_attr *a, const struct nfsc_attr *b)
 	       a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
+int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		 const struct nfsc_attr *created, struct fuse_file_info *fi)
+{
+	struct nfsc_attr a;
+	struct gw_file *f;
+	int ret, mask;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	gw_req_cred(req, &f->cred);
+	if (created) {
+		a = *created;
+	} else {
+		/* 1. Close-to-open: ask the origin unless nocto. */
+		ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
+		if (ret < 0)
+			goto out_free;
+		/* 2. Never serve a byte the origin would refuse this user,
+		 * cached or not. */
+		mask = (fi->flags & O_ACCMODE) == O_RDONLY ? R_OK :
+		       (fi->flags & O_ACCMODE) == O_WRONLY ? W_OK :
+							     R_OK | W_OK;
+		ret = gw_access_check(gw, ino, &f->cred, mask);
+		if (ret)
+			goto out_free;
+	}
+	/* 3. The cache object, checked against this version of the file. */
+	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+		gw_log("cache: cannot hold file %llu, reading from the origin",
+		       (unsigned long long)a.fileid);
+	pthread_mutex_lock(&ino->lock);
+	ino->opens++;
+	/* 4. Unchanged since the last open: the kernel's pages are good. */
+	fi->keep_cache = ino->opened_before && same_version(&ino->open_attr, &a);
+	ino->open_attr = a;
+	ino->opened_before = true;
+	pthread_mutex_unlock(&ino->lock);
+	fi->fh = (uintptr_t)f;
+	return 0;
+
+out_free:
+	free(f);
+	return ret;
+}
+
+void gw_file_release(struct gw *gw, struct gw_inode *ino,
+		     struct fuse_file_info *fi)
+{
+	bool last;
+
+	(void)gw;
+	pthread_mutex_lock(&ino->lock);
+	last = ino->opens > 0 && --ino->opens == 0;
+	pthread_mutex_unlock(&ino->lock);
+	if (last)
+		gw_inode_drop_fetch(ino);
+	free((void *)(uintptr_t)fi->fh);
+	fi->fh = 0;
+}
+
 static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		    struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_find(gw, nodeid);
-	struct nfsc_attr a;
-	struct gw_file *f;
 	int ret;
 
 	if (!ino) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	/* Close-to-open: ask the origin unless nocto. */
-	ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
-	if (ret < 0) {
+	ret = gw_file_open(gw, req, ino, NULL, fi);
+	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	gw_req_cred(req, &f->cred);
-	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
-		gw_log("cache: cannot hold file %llu, reading from the origin",
-		       (unsigned long long)a.fileid);
-	pthread_mutex_lock(&ino->lock);
-	ino->opens++;
-	/* Unchanged since the last open: the kernel's pages are still good. */
-	fi->keep_cache = ino->opened_before && same_version(&ino->open_attr, &a);
-	ino->open_attr = a;
-	ino->opened_before = true;
-	pthread_mutex_unlock(&ino->lock);
-	fi->fh = (uintptr_t)f;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* Interrupted: no release will follow. */
-		pthread_mutex_lock(&ino->lock);
-		ino->opens--;
-		pthread_mutex_unlock(&ino->lock);
-		free(f);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		gw_file_release(gw, ino, fi);	/* interrupted */
 }
+
+#define INODE_OR_ESTALE(gw, req, nodeid, ino)				\
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);		\
+	if (!ino) {							\
+		fuse_reply_err(req, ESTALE);				\
+		return;							\
+	}
 
 static void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	INODE_OR_ESTALE(gw, req, nodeid, ino);
 
-	if (!ino) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
 	gw_read(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, size, off);
+}
+
+static void gw_write_op(fuse_req_t req, fuse_ino_t nodeid, const char *buf,
+			size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	INODE_OR_ESTALE(gw, req, nodeid, ino);
+
+	gw_write(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, buf, size,
+		 off);
+}
+
+/* close(2) and fsync(2): COMMIT, and report what an earlier WRITE hit. */
+static void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
+		     struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	INODE_OR_ESTALE(gw, req, nodeid, ino);
+
+	fuse_reply_err(req, -gw_write_flush(gw, ino,
+			(struct gw_file *)(uintptr_t)fi->fh, true));
+}
+
+static void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)datasync;
+	gw_flush(req, nodeid, fi);
+}
+
+/* Directory operations are synchronous at an NFSv3 origin. */
+static void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+			struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, 0);
 }
 
 static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
-	struct gw_inode *ino = gw_inode_find(req_gw(req), nodeid);
-	bool last = false;
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
 
 	if (ino) {
-		pthread_mutex_lock(&ino->lock);
-		last = ino->opens > 0 && --ino->opens == 0;
-		pthread_mutex_unlock(&ino->lock);
-		if (last)
-			gw_inode_drop_fetch(ino);
+		/* Data written without a flush (e.g. by a re-exporter) is
+		 * committed before the file is let go. */
+		if (gw_write_flush(gw, ino, NULL, true))
+			gw_log("commit on release of inode %llu failed",
+			       (unsigned long long)nodeid);
+		gw_file_release(gw, ino, fi);
+	} else {
+		free((void *)(uintptr_t)fi->fh);
 	}
-	free((void *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -450,6 +524,20 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
 
 const struct fuse_lowlevel_ops gw_oper = {
 	.init = gw_init,
+	.mkdir = gw_mkdir,
+	.mknod = gw_mknod,
+	.symlink = gw_symlink,
+	.create = gw_create,
+	.link = gw_link,
+	.unlink = gw_unlink,
+	.rmdir = gw_rmdir,
+	.rename = gw_rename,
+	.setattr = gw_setattr,
+	.access = gw_access,
+	.write = gw_write_op,
+	.flush = gw_flush,
+	.fsync = gw_fsync,
+	.fsyncdir = gw_fsyncdir,
 	.lookup = gw_lookup,
 	.forget = gw_forget,
 	.forget_multi = gw_forget_multi,

@@ -18,7 +18,8 @@
 enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
 	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
-	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE,
+	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW,
+	KEY_CWRITES,
 };
 
 #define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
@@ -43,6 +44,8 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("cache_block=", KEY_BLOCK),
 	FUSE_OPT_KEY("cache_write=", KEY_WRITE),
 	FUSE_OPT_KEY("readahead=", KEY_RA),
+	FUSE_OPT_KEY("write_window=", KEY_WINDOW),
+	FUSE_OPT_KEY("cache_writes=", KEY_CWRITES),
 	FUSE_OPT_KEY("soft", KEY_SOFT),
 	FUSE_OPT_KEY("hard", KEY_HARD),
 	FUSE_OPT_KEY("nocto", KEY_NOCTO),
@@ -106,6 +109,8 @@ void gw_usage(const char *prog)
 "  cache_write=MODE     direct | dontcache | buffered | fadvise [direct]\n"
 "  brun=%%,bcull=%%,bstop=%% free-space thresholds of the cache fs [10,7,3]\n"
 "  readahead=BYTES      largest readahead window [8M]\n"
+"  write_window=BYTES   bytes of WRITE in flight per mount [64M]\n"
+"  cache_writes=MODE    through (cache written data) | around (drop it)\n"
 "  nconnect=N           connections to the origin [4]\n"
 "  rsize=,wsize=BYTES   caps on READ/WRITE sizes [server's maximum]\n"
 "  hard | soft          retry forever, or fail after retrans [hard]\n"
@@ -237,6 +242,19 @@ static int opt_proc(void *data, const char *arg, int key,
 			return bad_value(p, arg, "expected bytes up to 1G");
 		o->readahead = v;
 		return 0;
+	case KEY_WINDOW:
+		if (parse_size(val, &v) || v < 4096 || v > (1ull << 34))
+			return bad_value(p, arg, "expected bytes, 4K to 16G");
+		o->write_window = v;
+		return 0;
+	case KEY_CWRITES:
+		if (!strcmp(val, "through"))
+			o->cache_writes_around = false;
+		else if (!strcmp(val, "around"))
+			o->cache_writes_around = true;
+		else
+			return bad_value(p, arg, "expected through or around");
+		return 0;
 	case KEY_SOFT:
 		o->soft = true;
 		return 0;
@@ -279,6 +297,7 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	o->bcull = 7;
 	o->bstop = 3;
 	o->max_threads = 16;
+	o->write_window = 64u << 20;
 	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
 	    pc.result) {
 		fuse_opt_free_args(&args);

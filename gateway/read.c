@@ -13,91 +13,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "cache.h"
 #include "gw_i.h"
-
-/* What identifies an origin file across gateway runs: the export (hashed,
- * so that long export paths fit CACHE_KEY_MAX) and the file handle. */
-struct gw_key {
-	char magic[4];			/* "nfs3" */
-	uint64_t export_hash;
-	uint8_t fh[NFSC_FH_MAX];
-} __attribute__((packed));
-
-/* The origin's version of a file: any change means the data changed. */
-struct gw_coh {
-	uint64_t size;
-	uint64_t fileid;
-	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
-} __attribute__((packed));
-
-static size_t make_key(struct gw *gw, const struct gw_inode *ino,
-		       struct gw_key *k)
-{
-	const char *srv = nfsc_server(gw->nfs), *exp = nfsc_export(gw->nfs);
-	size_t ls = strlen(srv), le = strlen(exp);
-	char *id = malloc(ls + le + 2);
-
-	memcpy(k->magic, "nfs3", 4);
-	k->export_hash = 0;
-	if (id) {
-		memcpy(id, srv, ls + 1);
-		memcpy(id + ls + 1, exp, le + 1);
-		k->export_hash = XXH3_64bits(id, ls + le + 2);
-		free(id);
-	}
-	memcpy(k->fh, ino->fh.data, ino->fh.len);
-	return offsetof(struct gw_key, fh) + ino->fh.len;
-}
-
-static void make_coh(const struct nfsc_attr *a, struct gw_coh *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->size = a->size;
-	c->fileid = a->fileid;
-	c->mtime_s = a->mtime.tv_sec;
-	c->mtime_ns = a->mtime.tv_nsec;
-	c->ctime_s = a->ctime.tv_sec;
-	c->ctime_ns = a->ctime.tv_nsec;
-}
-
-int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
-		    const struct nfsc_attr *a)
-{
-	struct cache_obj *obj;
-	struct gw_key k;
-	struct gw_coh c;
-	size_t klen;
-	int ret;
-
-	if (!gw->cache || a->type != NFSC_REG)
-		return 0;
-	make_coh(a, &c);
-	pthread_mutex_lock(&ino->lock);
-	obj = ino->obj;
-	pthread_mutex_unlock(&ino->lock);
-	if (obj) {
-		ret = cache_obj_check(obj, &c, sizeof(c), a->size);
-		if (ret > 0)
-			gw_inode_drop_fetch(ino);
-		return ret;
-	}
-	klen = make_key(gw, ino, &k);
-	ret = cache_obj_get(gw->cache, &k, klen, &c, sizeof(c), a->size, &obj);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&ino->lock);
-	if (!ino->obj) {
-		ino->obj = obj;
-		obj = NULL;
-	}
-	pthread_mutex_unlock(&ino->lock);
-	if (obj)		/* another thread attached first */
-		cache_obj_put(obj);
-	return 0;
-}
 
 void gw_inode_drop_fetch(struct gw_inode *ino)
 {

@@ -126,6 +126,8 @@ static void write_done(struct rpc_context *rpc, int status, void *data,
 			*r->u.write.written = ok->count > r->u.write.count ?
 					      r->u.write.count : ok->count;
 			memcpy(r->u.write.verf, ok->verf, NFS3_WRITEVERFSIZE);
+			atomic_fetch_add(&r->n->write_bytes,
+					 *r->u.write.written);
 		}
 	}
 	nfsc_complete(r, ret);

@@ -140,6 +140,8 @@ uint32_t nfsc_wsize(const struct nfsc *n);
 unsigned nfsc_nconnect(const struct nfsc *n);
 /* Bytes of READ payload received from the origin since nfsc_open(). */
 uint64_t nfsc_read_bytes(const struct nfsc *n);
+/* Bytes the origin accepted in WRITE replies since nfsc_open(). */
+uint64_t nfsc_write_bytes(const struct nfsc *n);
 
 /* Map an NFSv3 status to -errno (0 for NFS3_OK). */
 int nfsc_status_to_errno(int nfsstat3);

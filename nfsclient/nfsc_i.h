@@ -98,6 +98,7 @@ struct nfsc {
 	struct nfsc_conn *conns;
 	atomic_uint rr;			/* round-robin cursor */
 	atomic_uint_fast64_t read_bytes;/* READ payload bytes received */
+	atomic_uint_fast64_t write_bytes;/* WRITE payload bytes accepted */
 };
 
 /* pool.c */

@@ -406,3 +406,8 @@ uint64_t nfsc_read_bytes(const struct nfsc *n)
 {
 	return atomic_load(&((struct nfsc *)n)->read_bytes);
 }
+
+uint64_t nfsc_write_bytes(const struct nfsc *n)
+{
+	return atomic_load(&((struct nfsc *)n)->write_bytes);
+}

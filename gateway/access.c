@@ -1,0 +1,113 @@
+/* access.c - what the origin lets a user do with a file.
+ *
+ * With default_permissions the kernel checks mode bits itself, but only
+ * the origin knows root squash, ACLs and id mapping. So open asks ACCESS
+ * (as the caller) before any byte is served, cached cached data included;
+ * answers are kept per inode and uid for the attribute timeout.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gw_i.h"
+
+#define ACC_READ	0x0001
+#define ACC_LOOKUP	0x0002
+#define ACC_MODIFY	0x0004
+#define ACC_EXTEND	0x0008
+#define ACC_DELETE	0x0010
+#define ACC_EXECUTE	0x0020
+
+static uint32_t mask_to_nfs(int mask, bool dir)
+{
+	uint32_t m = 0;
+
+	if (mask & R_OK)
+		m |= ACC_READ;
+	if (mask & W_OK)
+		m |= dir ? (ACC_MODIFY | ACC_EXTEND | ACC_DELETE) :
+			   (ACC_MODIFY | ACC_EXTEND);
+	if (mask & X_OK)
+		m |= dir ? ACC_LOOKUP : ACC_EXECUTE;
+	return m;
+}
+
+static double now_mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A cached answer for (uid, gid) that covers every bit of want. */
+static bool cached(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_cred *cr, uint32_t want, int *ret)
+{
+	double now = now_mono();
+	bool hit = false;
+	unsigned i;
+
+	pthread_mutex_lock(&ino->lock);
+	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
+		struct gw_access *a = &ino->access[i];
+
+		if (!a->valid || a->uid != cr->uid || a->gid != cr->gid ||
+		    now - a->at > gw_attr_ttl(gw, &ino->attr) ||
+		    (a->asked & want) != want)
+			continue;
+		*ret = (a->granted & want) == want ? 0 : -EACCES;
+		hit = true;
+		break;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return hit;
+}
+
+static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
+		     uint32_t asked, uint32_t granted)
+{
+	struct gw_access *slot;
+
+	pthread_mutex_lock(&ino->lock);
+	slot = &ino->access[ino->access_next++ % GW_ACCESS_SLOTS];
+	slot->valid = true;
+	slot->uid = cr->uid;
+	slot->gid = cr->gid;
+	slot->asked = asked;
+	slot->granted = granted;
+	slot->at = now_mono();
+	pthread_mutex_unlock(&ino->lock);
+}
+
+int gw_access_check(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_cred *cr, int mask)
+{
+	bool dir;
+	uint32_t want, all, granted = 0;
+	int ret;
+
+	pthread_mutex_lock(&ino->lock);
+	dir = ino->attr_valid && ino->attr.type == NFSC_DIR;
+	pthread_mutex_unlock(&ino->lock);
+	want = mask_to_nfs(mask, dir);
+	if (!want)
+		return 0;	/* F_OK: the lookup already proved it exists */
+	if (cached(gw, ino, cr, want, &ret))
+		return ret;
+	/* Ask for everything at once so the next check is a hit. */
+	all = mask_to_nfs(R_OK | W_OK | X_OK, dir);
+	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted);
+	if (ret)
+		return ret;
+	remember(ino, cr, all, granted);
+	return (granted & want) == want ? 0 : -EACCES;
+}
+
+void gw_access_forget(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	memset(ino->access, 0, sizeof(ino->access));
+	pthread_mutex_unlock(&ino->lock);
+}

@@ -1,0 +1,372 @@
+/* ops_ns.c - FUSE operations that change the namespace or attributes:
+ * mkdir, mknod, symlink, link, unlink, rmdir, rename, setattr, access.
+ *
+ * Each is one origin call made with the caller's credentials, so the
+ * origin's permissions, ownership and root squash apply; the origin's
+ * errno is returned as it is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static inline struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* A directory's entries or mtime changed by us: ask the origin next time. */
+static void dir_changed(struct gw_inode *dir)
+{
+	pthread_mutex_lock(&dir->lock);
+	dir->attr_valid = false;
+	pthread_mutex_unlock(&dir->lock);
+}
+
+/* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
+ * GETATTR what the origin left out) and reply. */
+void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
+		      const char *name, const struct nfsc_cred *cr,
+		      struct nfsc_created *c, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	struct gw_inode *ino;
+	bool has_attr = c->has_attr;
+	int ret = 0;
+
+	dir_changed(parent);
+	if (!c->has_fh)
+		ret = nfsc_lookup(gw->nfs, cr, &parent->fh, name, &c->fh,
+				  &c->attr, &has_attr);
+	if (!ret && !has_attr)
+		ret = nfsc_getattr(gw->nfs, cr, &c->fh, &c->attr);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ino = gw_inode_ref(gw, &c->fh, &c->attr, parent->nodeid);
+	if (!ino) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	gw_make_entry(gw, ino, &c->attr, &e);
+	if (!fi) {
+		if (fuse_reply_entry(req, &e) == -ENOENT)
+			gw_inode_forget(gw, ino->nodeid, 1);
+		return;
+	}
+	ret = gw_file_open(gw, req, ino, &c->attr, fi);
+	if (ret) {
+		gw_inode_forget(gw, ino->nodeid, 1);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		gw_file_release(gw, ino, fi);
+		gw_inode_forget(gw, ino->nodeid, 1);
+	}
+}
+
+static void mode_sattr(mode_t mode, struct nfsc_sattr *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->set_mode = true;
+	sa->mode = mode & 07777;
+}
+
+#define PARENT_OR_ESTALE(gw, req, parent, p)				\
+	struct gw_inode *p = gw_inode_find(gw, parent);			\
+	if (!p) {							\
+		fuse_reply_err(req, ESTALE);				\
+		return;							\
+	}
+
+void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_created c;
+	struct nfsc_sattr sa;
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	mode_sattr(mode, &sa);
+	ret = nfsc_mkdir(gw->nfs, &cr, &p->fh, name, &sa, &c);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+}
+
+void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_created c;
+	struct nfsc_sattr sa;
+	struct nfsc_cred cr;
+	enum nfsc_type type;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	mode_sattr(mode, &sa);
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
+		goto done;
+	case S_IFIFO: type = NFSC_FIFO; break;
+	case S_IFSOCK: type = NFSC_SOCK; break;
+	case S_IFCHR: type = NFSC_CHR; break;
+	case S_IFBLK: type = NFSC_BLK; break;
+	default:
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ret = nfsc_mknod(gw->nfs, &cr, &p->fh, name, type, &sa, major(rdev),
+			 minor(rdev), &c);
+done:
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+}
+
+void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		       const char *name)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_created c;
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	ret = nfsc_symlink(gw->nfs, &cr, &p->fh, name, target, &c);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+}
+
+void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_created c;
+	struct nfsc_sattr sa;
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	mode_sattr(mode, &sa);
+	/* UNCHECKED would reset an existing file's attributes; O_EXCL asks
+	 * for GUARDED. Without O_EXCL an existing file is opened as is,
+	 * truncated only for O_TRUNC. */
+	ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
+	if (ret == -EEXIST && !(fi->flags & O_EXCL)) {
+		bool has_attr = false;
+
+		memset(&c, 0, sizeof(c));
+		ret = nfsc_lookup(gw->nfs, &cr, &p->fh, name, &c.fh, &c.attr,
+				  &has_attr);
+		c.has_fh = !ret;
+		c.has_attr = has_attr;
+		if (!ret && (fi->flags & O_TRUNC)) {
+			struct nfsc_sattr tr = { .set_size = true, .size = 0 };
+			struct nfsc_post post;
+
+			ret = nfsc_setattr(gw->nfs, &cr, &c.fh, &tr, &post);
+			c.has_attr = post.has_attr;
+			c.attr = post.attr;
+		}
+	}
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, &cr, &c, fi);
+}
+
+void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, newparent, p);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_created c;
+	struct nfsc_post post;
+	struct nfsc_cred cr;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	gw_req_cred(req, &cr);
+	ret = nfsc_link(gw->nfs, &cr, &ino->fh, &p->fh, newname, &post);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	c.fh = ino->fh;
+	c.has_fh = true;
+	c.attr = post.attr;
+	c.has_attr = post.has_attr;
+	gw_reply_created(gw, req, p, newname, &cr, &c, NULL);
+}
+
+void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
+	if (!ret)
+		dir_changed(p);
+	fuse_reply_err(req, -ret);
+}
+
+void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	ret = nfsc_rmdir(gw->nfs, &cr, &p->fh, name);
+	if (!ret)
+		dir_changed(p);
+	fuse_reply_err(req, -ret);
+}
+
+void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	PARENT_OR_ESTALE(gw, req, newparent, np);
+	struct nfsc_cred cr;
+	int ret;
+
+	/* NFSv3 has no atomic exchange. */
+	if (flags & ~RENAME_NOREPLACE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	gw_req_cred(req, &cr);
+	if (flags & RENAME_NOREPLACE) {
+		struct nfsc_fh fh;
+		struct nfsc_attr a;
+		bool has_attr;
+
+		/* Best effort: NFSv3 cannot make this atomic. */
+		ret = nfsc_lookup(gw->nfs, &cr, &np->fh, newname, &fh, &a,
+				  &has_attr);
+		if (ret != -ENOENT) {
+			fuse_reply_err(req, ret ? -ret : EEXIST);
+			return;
+		}
+	}
+	ret = nfsc_rename(gw->nfs, &cr, &p->fh, name, &np->fh, newname);
+	if (!ret) {
+		dir_changed(p);
+		dir_changed(np);
+	}
+	fuse_reply_err(req, -ret);
+}
+
+void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_sattr sa;
+	struct nfsc_post post;
+	struct nfsc_cred cr;
+	struct stat out;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.set_mode = to_set & FUSE_SET_ATTR_MODE;
+	sa.mode = st->st_mode & 07777;
+	sa.set_uid = to_set & FUSE_SET_ATTR_UID;
+	sa.uid = st->st_uid;
+	sa.set_gid = to_set & FUSE_SET_ATTR_GID;
+	sa.gid = st->st_gid;
+	sa.set_size = to_set & FUSE_SET_ATTR_SIZE;
+	sa.size = (uint64_t)st->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		sa.atime_how = NFSC_TIME_SERVER;
+	else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.atime_how = NFSC_TIME_CLIENT;
+		sa.atime = st->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		sa.mtime_how = NFSC_TIME_SERVER;
+	else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.mtime_how = NFSC_TIME_CLIENT;
+		sa.mtime = st->st_mtim;
+	}
+	gw_req_cred(req, &cr);
+	/* Writes still in flight must land before a truncate or the data
+	 * would come back after it. */
+	if (sa.set_size) {
+		ret = gw_write_flush(gw, ino, fi ? (struct gw_file *)
+				     (uintptr_t)fi->fh : NULL, false);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
+	if (!ret && !post.has_attr)
+		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	gw_inode_set_attr(ino, &post.attr);
+	/* Our own change: the cache follows it instead of being dropped. */
+	gw_cache_own_change(gw, ino, &post.attr, sa.set_size);
+	gw_attr_to_stat(&post.attr, nodeid, &out);
+	fuse_reply_attr(req, &out, gw_attr_ttl(gw, &post.attr));
+}
+
+void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_cred cr;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	gw_req_cred(req, &cr);
+	fuse_reply_err(req, -gw_access_check(gw, ino, &cr, mask));
+}
