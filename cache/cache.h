@@ -12,6 +12,7 @@
 #ifndef CACHEGW_CACHE_H
 #define CACHEGW_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -118,8 +119,18 @@ void cache_drain(struct cache *c);
 /* Store a new coherency blob and size WITHOUT dropping data: for changes the
  * caller made itself (write-through). Blocks beyond the new size and the old
  * last partial block are dropped. 0 or -errno. */
-int cache_obj_update(struct cache_obj *o, const void *coh, size_t cohlen,
-		     uint64_t size);
+int cache_obj_set_coh(struct cache_obj *o, const void *coh, size_t cohlen,
+		      uint64_t size);
+/* Drop the blocks that [off, off+len) touches (cache_writes=around). */
+int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len);
+/* Write-through of the caller's own write, any offset and length: whole
+ * blocks are filled as by cache_fill; a partial block at either edge is
+ * merged with its verified cached copy, or dropped when there is none.
+ * Call after cache_obj_set_coh() with the new size. 0 when queued (the
+ * same asynchronous contract as cache_fill), -errno otherwise (the caller
+ * should then cache_drop_range()). */
+int cache_write(struct cache_obj *o, const void *buf, size_t len,
+		uint64_t off);
 
 /* Objects are named by the hex of the XXH3-64 of their key: 16 characters.
  * Files: objects/<name[0..1]>/<name> (data), <name>.meta (metadata). */
@@ -178,5 +189,109 @@ enum {
 	CACHE_INJECT_WRITE = 2,		/* data/metadata writes, truncates */
 };
 void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
+
+/* ---- the persistent node-id table (nodes.c) ----
+ *
+ * Maps node-ids (handed out by a persistent counter that never reuses a
+ * value, not even after SIGKILL or power loss) to an opaque origin handle
+ * (1..CACHE_NODES_HANDLE_MAX bytes) and a parent node-id, and the handle
+ * back to its node-id, so node-ids held by re-exporting NFS servers in
+ * their clients' file handles still resolve after a restart. Node-id 1 is
+ * the root and never stored; ids start at 2. Generation: one random
+ * non-zero number per table, kept for its life, the same for every id; a
+ * re-created table gets another, so old handles fail with ESTALE instead of
+ * naming another file. Files: "nodes.log" (0600), "nodes.log.tmp" during
+ * compaction. Thread-safe except cache_nodes_close().
+ */
+
+#define CACHE_NODES_HANDLE_MAX 64	/* bytes of an origin handle */
+#define CACHE_NODES_ROOT_ID 1		/* reserved, never stored */
+#define CACHE_NODES_FILE "nodes.log"
+
+struct cache_nodes;			/* one node-id table, opened */
+
+struct cache_nodes_stats {
+	uint64_t entries;		/* live node-ids */
+	uint64_t file_bytes;		/* size of nodes.log */
+	uint64_t live_bytes;		/* bytes a compacted file would take */
+	uint64_t next_id;		/* the id the next add would return */
+	uint64_t reserved_id;		/* durable high-water mark: every id
+					 * below it may have been handed out */
+	uint64_t skipped_bytes;		/* damaged or torn bytes ignored at
+					 * open (0 on a clean file) */
+	uint32_t generation;		/* the table's generation */
+	bool compacted;			/* open rewrote the file */
+};
+
+/* Open the table in cache_dir; when !readonly create it if missing. When
+ * !readonly the caller holds the cache's exclusive lock (the table also
+ * takes its own flock on nodes.log: a second writer gets -EBUSY).
+ * At open:
+ *  - a torn or garbage tail (process or machine crash) is ignored and, when
+ *    writable, cut off; damage in the middle is skipped record by record
+ *    (never read as a mapping) and counted in skipped_bytes;
+ *  - when writable and the file is much bigger than the live set (removals,
+ *    parent changes) or damage was skipped, it is rewritten (compacted).
+ * Errors: -ENOENT (readonly, no table), -EBADMSG (not a node table, or its
+ * header is damaged), -EPROTO (another format version), -EBUSY, other -errno.
+ * On failure a one-line reason is written to err (if errlen > 0). */
+int cache_nodes_open(const char *cache_dir, bool readonly,
+		     struct cache_nodes **out, char *err, size_t errlen);
+
+/* Close the table (NULL is allowed). Every add/set_parent/remove already
+ * survives process death; close also fdatasyncs, so that a clean shutdown
+ * followed by a machine crash loses nothing. */
+void cache_nodes_close(struct cache_nodes *t);
+
+/* Make every change so far survive a machine crash (fdatasync). Without
+ * it, a machine crash may lose the last changes (an added mapping, a parent
+ * change, a removal) but never lets an id be handed out twice. 0, or -errno
+ * (then every later change fails with -EIO: after a failed fsync nothing
+ * written can be trusted). 0 at once when readonly. */
+int cache_nodes_sync(struct cache_nodes *t);
+
+/* Node-id of handle h. 0, -ENOENT, or -EINVAL (hlen 0 or too long).
+ * gen may be NULL. */
+int cache_nodes_find(struct cache_nodes *t, const void *h, size_t hlen,
+		     uint64_t *nodeid, uint32_t *gen);
+
+/* Node-id of handle h, adding it with parent if it is not in the table
+ * (an existing entry keeps its parent: use set_parent). A new id was never
+ * handed out before by this table; its record has been written to the file
+ * before this returns, so it survives process death (SIGKILL). After a
+ * machine crash a new mapping may be lost (the id then resolves to nothing,
+ * -ENOENT), but its id is never handed out again. Returns 1 if added,
+ * 0 if h was already present, or -errno: -EINVAL (hlen 0 or too long),
+ * -EROFS (readonly), -EIO/-ENOSPC/... (the file could not be written:
+ * nothing was added). gen may be NULL. */
+int cache_nodes_add(struct cache_nodes *t, const void *h, size_t hlen,
+		    uint64_t parent, uint64_t *nodeid, uint32_t *gen);
+
+/* Handle, parent and generation of nodeid. *hlen is the size of h on entry
+ * (CACHE_NODES_HANDLE_MAX always suffices) and the handle's length on
+ * return. parent and gen may be NULL. 0, -ENOENT (never handed out, removed,
+ * or the root id), -ERANGE (h too small). */
+int cache_nodes_get(struct cache_nodes *t, uint64_t nodeid, void *h,
+		    size_t *hlen, uint64_t *parent, uint32_t *gen);
+
+/* Record a new parent for nodeid (a rename across directories). Durable
+ * against process death before it returns. 0 (also when unchanged),
+ * -ENOENT, -EROFS, -errno (file not written: parent unchanged). */
+int cache_nodes_set_parent(struct cache_nodes *t, uint64_t nodeid,
+			   uint64_t parent);
+
+/* Forget nodeid (its origin file is gone). The id is never handed out
+ * again; a later add of the same handle gets a new id. Durable against
+ * process death before it returns. 0, -ENOENT, -EROFS, -errno (file not
+ * written: entry kept). */
+int cache_nodes_remove(struct cache_nodes *t, uint64_t nodeid);
+
+/* Fill *st. Never fails. */
+void cache_nodes_stats(struct cache_nodes *t, struct cache_nodes_stats *st);
+
+/* Fault injection in front of every write to the backing file (writes,
+ * fsyncs, truncates, renames): the next count of them (count < 0: all;
+ * 0: off) fail with -err. For tests. */
+void cache_nodes_inject_error(struct cache_nodes *t, int err, int count);
 
 #endif

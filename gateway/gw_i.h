@@ -21,6 +21,7 @@
 
 struct cache;
 struct cache_obj;
+struct cache_nodes;
 
 /* ---- opts.c ---- */
 
@@ -110,7 +111,6 @@ struct gw_itable {
 	struct gw_inode **by_fh;	/* buckets, lock */
 	size_t nbuckets;		/* power of two, lock */
 	size_t count;			/* inodes in the table, lock */
-	uint64_t next_nodeid;		/* next node-id to hand out, lock */
 	struct gw_inode *root;
 };
 
@@ -119,6 +119,11 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh);
 void gw_itable_free(struct gw *gw);
 /* The inode for a node-id the kernel holds, or NULL. */
 struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
+/* Any node-id ever handed out, brought back from the node-id table if it
+ * is not in memory (no kernel reference is taken). NULL if unknown. */
+struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
+/* The origin says the file is gone (ESTALE): retire its node-id. */
+void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
 /* Find or create the inode for fh, take one kernel reference, and store
  * attr in it. NULL on allocation failure. */
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
@@ -222,6 +227,8 @@ struct gw {
 	struct gw_opts *o;
 	struct nfsc *nfs;
 	struct cache *cache;
+	struct cache_nodes *nodes;	/* persistent node-id table */
+	uint32_t generation;		/* FUSE generation of every node-id */
 	struct fuse_session *se;
 	struct gw_itable it;
 	/* control socket */

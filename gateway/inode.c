@@ -2,9 +2,13 @@
  *
  * Two chained hash tables over the same inodes, one keyed by node-id (what
  * the kernel sends) and one by origin file handle (what LOOKUP/READDIRPLUS
- * return), so one origin file is one inode. Node-ids come from a counter
- * and are never reused within a run. An inode lives while the kernel holds
- * lookup references to it (nlookup); the root lives forever.
+ * return), so one origin file is one inode. Node-ids come from the cache's
+ * persistent node-id table (cache_nodes_*): never reused, and the same
+ * origin handle gets the same node-id in every run, so handles a
+ * re-exporter gave its clients keep working after a restart. An inode lives
+ * in memory while the kernel holds lookup references to it (nlookup); the
+ * root lives forever. A node-id the kernel asks about after forgetting it
+ * (a re-exporter's file handle) is brought back from the table.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,8 +111,8 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 		return -ENOMEM;
 	}
 	t->root->nlookup = 1;	/* the kernel never forgets the root */
+	t->root->parent = FUSE_ROOT_ID;
 	insert_locked(t, t->root);
-	t->next_nodeid = FUSE_ROOT_ID + 1;
 	return 0;
 }
 
@@ -171,19 +175,27 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	while (ino && !fh_equal(&ino->fh, fh))
 		ino = ino->next_fh;
 	if (!ino) {
-		ino = inode_new(fh, t->next_nodeid);
-		if (!ino) {
+		uint64_t nodeid;
+		uint32_t gen;
+
+		/* Written to the table before the kernel ever sees it. */
+		if (cache_nodes_add(gw->nodes, fh->data, fh->len, parent,
+				    &nodeid, &gen) < 0 ||
+		    !(ino = inode_new(fh, nodeid))) {
 			pthread_mutex_unlock(&t->lock);
 			return NULL;
 		}
-		t->next_nodeid++;
+		ino->parent = parent;
 		if (t->count >= t->nbuckets)
 			grow_locked(t);
 		insert_locked(t, ino);
+	} else if (parent && ino != t->root && ino->parent != parent &&
+		   attr && attr->type == NFSC_DIR) {
+		/* A directory moved: ".." must follow it. */
+		ino->parent = parent;
+		cache_nodes_set_parent(gw->nodes, ino->nodeid, parent);
 	}
 	ino->nlookup++;
-	if (parent && ino != t->root)
-		ino->parent = parent;
 	pthread_mutex_unlock(&t->lock);
 	if (attr)
 		gw_inode_set_attr(ino, attr);
@@ -337,4 +349,45 @@ void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
 	st->st_atim = a->atime;
 	st->st_mtim = a->mtime;
 	st->st_ctim = a->ctime;
+}
+
+struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino, *fresh;
+	struct nfsc_fh fh;
+	uint64_t parent;
+	uint32_t gen;
+	size_t len = sizeof(fh.data);
+
+	ino = gw_inode_find(gw, nodeid);
+	if (ino)
+		return ino;
+	if (cache_nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
+			    &gen) < 0)
+		return NULL;
+	fh.len = (uint32_t)len;
+	fresh = inode_new(&fh, nodeid);
+	if (!fresh)
+		return NULL;
+	fresh->parent = parent;
+	pthread_mutex_lock(&t->lock);
+	ino = find_id_locked(t, nodeid);
+	if (!ino) {
+		if (t->count >= t->nbuckets)
+			grow_locked(t);
+		insert_locked(t, fresh);
+		ino = fresh;
+		fresh = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (fresh)
+		inode_free(gw, fresh);
+	return ino;
+}
+
+void gw_inode_gone(struct gw *gw, struct gw_inode *ino)
+{
+	if (ino != gw->it.root)
+		cache_nodes_remove(gw->nodes, ino->nodeid);
 }

@@ -147,12 +147,23 @@ static int open_cache(struct gw *gw)
 		.bstop = gw->o->bstop,
 	};
 	char err[512];
+	struct cache_nodes_stats ns;
 	int ret;
 
 	ret = cache_open(&co, &gw->cache, err, sizeof(err));
-	if (ret)
+	if (!ret)
+		ret = cache_nodes_open(gw->o->cache_dir, false, &gw->nodes,
+				       err, sizeof(err));
+	if (ret) {
 		fprintf(stderr, "cachegw: %s\n", err);
-	return ret;
+		return ret;
+	}
+	cache_nodes_stats(gw->nodes, &ns);
+	gw->generation = ns.generation;
+	if (ns.skipped_bytes)
+		gw_log("node-id table: %llu damaged bytes skipped",
+		       (unsigned long long)ns.skipped_bytes);
+	return 0;
 }
 
 static int run(struct gw_opts *o)
@@ -245,6 +256,8 @@ out_nfs:
 	nfsc_close(gw.nfs);
 out_cache:
 	gw_ctl_stop(&gw);
+	if (gw.nodes)
+		cache_nodes_close(gw.nodes);
 	if (gw.cache)
 		cache_close(gw.cache);
 	daemon_notify(&notify_fd, (unsigned char)ret);

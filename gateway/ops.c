@@ -58,7 +58,7 @@ void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = ino->nodeid;
-	e->generation = 0;
+	e->generation = gw->generation;
 	gw_attr_to_stat(a, ino->nodeid, &e->attr);
 	e->attr_timeout = gw_attr_ttl(gw, a);
 	e->entry_timeout = gw->o->acdirmin;
@@ -91,22 +91,77 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	return 0;
 }
 
+/* Fresh attributes: from the attribute cache unless force, else GETATTR.
+ * Returns 1 if the origin's answer shows the file's data changed (its
+ * cache object was emptied), 0 if not, -errno on failure. */
+static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		    bool force, struct nfsc_attr *a)
+{
+	struct nfsc_cred cr;
+	bool attached;
+	int ret;
+
+	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
+		return 0;
+	gw_req_cred(req, &cr);
+	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
+	if (ret == -ESTALE)
+		gw_inode_gone(gw, ino);	/* deleted at the origin */
+	if (ret)
+		return ret;
+	gw_inode_set_attr(ino, a);
+	pthread_mutex_lock(&ino->lock);
+	attached = ino->obj != NULL;
+	pthread_mutex_unlock(&ino->lock);
+	return attached ? gw_cache_attach(gw, ino, a) > 0 : 0;
+}
+
+/* "." and ".." of any node-id ever handed out: how the kernel turns a
+ * re-exporter's file handle back into an inode, even one it forgot and one
+ * from an earlier run of the gateway. */
+static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
+		      bool dotdot, struct fuse_entry_param *e)
+{
+	struct gw_inode *ino = gw_inode_resolve(gw, nodeid);
+	struct nfsc_attr a;
+	int ret;
+
+	if (ino && dotdot)
+		ino = gw_inode_resolve(gw, ino->parent ? ino->parent :
+					   FUSE_ROOT_ID);
+	if (!ino)
+		return -ESTALE;
+	ret = get_attr(gw, req, ino, true, &a);
+	if (ret < 0)
+		return ret;
+	if (!gw_inode_ref(gw, &ino->fh, &a, 0))
+		return -ENOMEM;
+	gw_make_entry(gw, ino, &a, e);
+	return 0;
+}
+
 static void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *p = gw_inode_find(gw, parent);
 	struct fuse_entry_param e;
+	struct gw_inode *p;
 	int ret;
 
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		ret = lookup_dot(gw, req, parent, name[1] == '.', &e);
+		goto reply;
+	}
+	p = gw_inode_find(gw, parent);
 	if (!p) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	ret = do_lookup(gw, req, p, name, &e);
+reply:
 	if (ret)
 		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, &e);
+	else if (fuse_reply_entry(req, &e) == -ENOENT)
+		gw_inode_forget(gw, e.ino, 1);
 }
 
 static void gw_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -124,29 +179,6 @@ static void gw_forget_multi(fuse_req_t req, size_t count,
 	for (i = 0; i < count; i++)
 		gw_inode_forget(gw, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
-}
-
-/* Fresh attributes: from the attribute cache unless force, else GETATTR.
- * Returns 1 if the origin's answer shows the file's data changed (its
- * cache object was emptied), 0 if not, -errno on failure. */
-static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-		    bool force, struct nfsc_attr *a)
-{
-	struct nfsc_cred cr;
-	bool attached;
-	int ret;
-
-	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
-		return 0;
-	gw_req_cred(req, &cr);
-	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
-	if (ret)
-		return ret;
-	gw_inode_set_attr(ino, a);
-	pthread_mutex_lock(&ino->lock);
-	attached = ino->obj != NULL;
-	pthread_mutex_unlock(&ino->lock);
-	return attached ? gw_cache_attach(gw, ino, a) > 0 : 0;
 }
 
 static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,

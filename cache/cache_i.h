@@ -1,0 +1,276 @@
+/* cache_i.h - private definitions of cache/, one section per .c file.
+ *
+ * Lock order: o->lock before c->lock before c->sq_lock. c->lock is held
+ * only for short in-memory work plus, when an unreferenced object is culled
+ * or evicted, its two unlink() calls (so a concurrent get cannot reopen
+ * files that are about to disappear).
+ */
+#ifndef CACHEGW_CACHE_I_H
+#define CACHEGW_CACHE_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <liburing.h>
+
+#include "cache.h"
+
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080	/* Linux 6.14; Debian 12 headers lack it */
+#endif
+
+#define CACHE_DIO_ALIGN 4096u		/* O_DIRECT offset/length/buffer unit */
+#define CACHE_CONF_NAME "cache.conf"
+#define CACHE_LOCK_NAME "lock"
+#define CACHE_OBJ_DIR "objects"
+#define CACHE_META_SUFFIX ".meta"
+#define CACHE_URING_DEPTH 64
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+struct cache_req;
+
+/* ---- meta.c: the per-object metadata file ------------------------------
+ *
+ * <hash>.meta = one 512-byte header, then groups of 64 blocks. A group is
+ * one 64-bit presence word followed by 64 XXH3-64 checksums, so marking a
+ * block present is two 8-byte pwrites (checksum, then the presence word),
+ * never a rewrite of the file, and the file grows only as far as the
+ * highest group filled (it is sparse like the data file).
+ *
+ * Every checksum is seeded with the object's salt (random, new for each
+ * incarnation of the object: creation, invalidation, reset) and the block
+ * index. A stale entry from an older incarnation, an entry copied to
+ * another index, or torn/garbage bytes cannot verify against any data but
+ * the data they were computed from (2^-64), so the checksum alone guards
+ * what is returned; the presence word only saves reading absent blocks.
+ * All integers are host byte order: a cache is not moved between hosts.
+ */
+#define META_MAGIC "CGWMETA1"
+#define META_HDR_SIZE 512u
+#define META_GROUP_BLOCKS 64u
+#define META_GROUP_SIZE (8u + 8u * META_GROUP_BLOCKS)
+
+struct meta_hdr {
+	char magic[8];			/* META_MAGIC */
+	uint32_t version;		/* CACHE_FORMAT_VERSION */
+	uint32_t block_size;		/* bytes */
+	uint64_t size;			/* logical object size, bytes */
+	uint64_t salt;			/* checksum seed of this incarnation */
+	uint32_t keylen;
+	uint32_t cohlen;
+	uint8_t key[CACHE_KEY_MAX];
+	uint8_t coh[CACHE_COH_MAX];
+	uint8_t reserved[264];		/* zero */
+	uint64_t hdr_csum;		/* XXH3-64 of the bytes before it */
+	/* Outside hdr_csum: advisory, rewritten alone on use. A torn value
+	 * only misorders culling. */
+	uint64_t last_use_ns;		/* CLOCK_REALTIME ns */
+};
+
+#define META_LAST_USE_OFF 504u
+
+void cache_meta_init(struct meta_hdr *h, uint32_t bs, const void *key,
+		     size_t keylen, const void *coh, size_t cohlen,
+		     uint64_t size);
+void cache_meta_seal(struct meta_hdr *h);
+int cache_meta_check(const struct meta_hdr *h, uint32_t bs);
+uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs);
+off_t cache_meta_word_off(uint64_t blk);
+off_t cache_meta_csum_off(uint64_t blk);
+uint64_t cache_block_csum(uint64_t salt, uint64_t blk,
+			  const void *data, size_t len);
+uint64_t cache_new_salt(void);
+uint64_t cache_now_ns(void);
+int cache_meta_read_hdr(struct cache *c, int fd, struct meta_hdr *h);
+int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h);
+int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
+			   uint64_t *bitmap);
+
+/* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
+
+/* One fill in flight: a contiguous run of blocks of one object. */
+struct cache_req {
+	struct cache_obj *o;		/* holds a reference */
+	struct cache_req *next;		/* o->inflight; guarded by o->lock */
+	uint64_t gen;			/* o->gen at submission */
+	uint64_t first;			/* first block */
+	uint32_t nblk;			/* blocks */
+	size_t len;			/* logical bytes */
+	size_t wlen;			/* bytes written (DIO-padded) */
+	uint64_t off;
+	uint64_t reserved;		/* bytes reserved in c->reserved */
+	void *buf;			/* aligned copy of the caller's data */
+	int fd;
+	int rw_flags;			/* RWF_DONTCACHE or 0 */
+	int inject_err;			/* fault injected at submit: -errno */
+	uint64_t *csums;		/* [nblk] */
+	uint8_t *skip;			/* [nblk] 1 = do not mark; o->lock */
+};
+
+int cache_io_start(struct cache *c, unsigned depth);
+void cache_io_stop(struct cache *c);
+void cache_io_submit(struct cache *c, struct cache_req *r);
+void cache_io_requeue(struct cache *c, struct cache_req *r);
+void cache_io_release(struct cache *c);
+int cache_inject(struct cache *c, unsigned op);
+void cache_inject_from_env(struct cache *c);
+ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
+		    off_t off, int flags);
+int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
+		 off_t off);
+int cache_ftruncate(struct cache *c, int fd, off_t len);
+
+/* ---- obj.c: objects, registry, reset ------------------------------------ */
+
+struct cache_obj {
+	struct cache *c;
+	uint64_t hash;			/* XXH3-64 of the key */
+	char name[CACHE_NAME_LEN + 1];	/* hex of hash */
+
+	/* Registry and accounting: guarded by c->lock. */
+	struct cache_obj *hnext;	/* hash chain */
+	struct cache_obj *lprev, *lnext;/* LRU list; head = least recent */
+	int refs;			/* gets + fills in flight */
+	uint64_t alloc_bytes;		/* allocated bytes, data + meta */
+	uint64_t last_use_ns;		/* CLOCK_REALTIME ns */
+	bool removed;			/* out of the registry, files gone */
+
+	/* Open state: guarded by lock. */
+	pthread_mutex_t lock;
+	bool opened;			/* fds and hdr valid */
+	bool broken;			/* reset failed: no I/O until closed */
+	int data_fd, meta_fd;
+	bool direct;			/* data_fd has O_DIRECT */
+	struct meta_hdr *hdr;
+	uint64_t nblocks;
+	uint64_t *bitmap;		/* present blocks, nblocks bits */
+	uint64_t gen;			/* bumped by every reset */
+	uint64_t unmark_seq;		/* bumped when a present block is
+					 * unmarked: a reader that raced with
+					 * it does not report corruption */
+	struct cache_req *inflight;	/* fills of this object in flight */
+};
+
+int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
+			char *name);
+int cache_obj_path(const struct cache *c, const char *name, bool meta,
+		   char *buf, size_t len);
+struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash);
+struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash);
+void cache_obj_forget_locked(struct cache *c, struct cache_obj *o);
+void cache_obj_free(struct cache_obj *o);
+void cache_close_objects(struct cache *c);
+void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_ref_by_name(struct cache *c, const char *name,
+			  struct cache_obj **out);
+int cache_obj_reset_locked(struct cache_obj *o, const void *key,
+			   size_t keylen, const void *coh, size_t cohlen,
+			   uint64_t size);
+void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
+int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_mark_locked(struct cache_obj *o, uint64_t blk, uint64_t csum);
+void cache_obj_update_alloc(struct cache_obj *o);
+int cache_obj_verify_locked(struct cache_obj *o, bool repair,
+			    uint64_t *bad);
+
+static inline bool cache_bit(const uint64_t *bm, uint64_t i)
+{
+	return (bm[i / 64] >> (i % 64)) & 1;
+}
+
+/* ---- read.c: verified reads --------------------------------------------- */
+
+int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
+		     uint64_t n, uint64_t *out);
+void *cache_alloc_aligned(size_t len);
+
+/* ---- fill.c: fills and their completion --------------------------------- */
+
+void cache_fill_done(struct cache *c, struct cache_req *r, int res);
+
+/* ---- cull.c: accounting, LRU, culling ----------------------------------- */
+
+void cache_lru_touch_locked(struct cache *c, struct cache_obj *o);
+void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o);
+void cache_lru_append_locked(struct cache *c, struct cache_obj *o);
+void cache_account_locked(struct cache *c, struct cache_obj *o,
+			  uint64_t alloc);
+int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
+void cache_unreserve(struct cache *c, uint64_t bytes);
+unsigned cache_free_pct(struct cache *c);
+int cache_cull_start(struct cache *c);
+void cache_cull_stop(struct cache *c);
+
+/* ---- scan.c: rebuilding the registry at open ----------------------------- */
+
+int cache_scan(struct cache *c, char *err, size_t errlen);
+
+/* ---- stats.c ------------------------------------------------------------ */
+
+#define STAT_ADD(c, field, n) \
+	__atomic_fetch_add(&(c)->stats.field, (n), __ATOMIC_RELAXED)
+void cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- dir.c: the cache itself ------------------------------------------- */
+
+struct cache {
+	char *dir;
+	int dirfd;
+	int lockfd;			/* -1 in INSPECT mode */
+	enum cache_open_mode mode;
+	enum cache_write_mode write_mode;
+	uint32_t block_size;		/* bytes */
+	uint64_t max_bytes;		/* 0 = no cap */
+	unsigned brun, bcull, bstop;	/* percent free */
+
+	/* Updated with __atomic builtins; read by cache_get_stats. */
+	struct cache_stats stats;
+
+	/* Fault injection (io.c): __atomic. */
+	unsigned inject_ops;		/* CACHE_INJECT_* mask */
+	int inject_err;			/* positive errno */
+	int inject_count;		/* <0 forever */
+
+	/* Downgrades learnt at run time: __atomic, log once. */
+	int no_direct;			/* O_DIRECT refused by the fs */
+	int no_dontcache;		/* RWF_DONTCACHE refused */
+	/* Tests (white box): free space in percent to pretend, -1 = real. */
+	int fake_free_pct;
+
+	/* Registry and accounting: guarded by lock. */
+	pthread_mutex_t lock;
+	struct cache_obj **htab;	/* hash -> object chains */
+	size_t hsize;			/* buckets, power of two */
+	size_t nobj;			/* objects in htab */
+	struct cache_obj *lru_head, *lru_tail;
+	uint64_t used;			/* allocated bytes of objects */
+	uint64_t overhead;		/* dirs, cache.conf, lock file */
+	uint64_t reserved;		/* bytes of fills in flight */
+
+	/* io_uring: ring submission guarded by sq_lock; inflight by
+	 * io_lock (waited on by cache_drain and full-ring submitters). */
+	struct io_uring ring;
+	bool ring_up;
+	pthread_mutex_t sq_lock;
+	pthread_mutex_t io_lock;
+	pthread_cond_t io_cond;
+	unsigned depth;
+	unsigned inflight;		/* guarded by io_lock */
+	pthread_t cq_thread;
+
+	/* Background culling for free space: guarded by cull_lock. */
+	pthread_mutex_t cull_lock;
+	pthread_cond_t cull_cond;
+	bool cull_stop;
+	bool cull_up;
+	pthread_t cull_thread;
+};
+
+void cache_set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool cache_writable(const struct cache *c);
+
+#endif

@@ -1,0 +1,223 @@
+/* cull.c - accounting, the LRU list, culling for cache_size and for the
+ * free-space thresholds brun/bcull/bstop (cachefilesd's names and meaning). */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#include "cache_i.h"
+
+/* ---- LRU (c->lock) ---------------------------------------------------------- */
+
+void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o)
+{
+	if (o->lprev)
+		o->lprev->lnext = o->lnext;
+	else if (c->lru_head == o)
+		c->lru_head = o->lnext;
+	if (o->lnext)
+		o->lnext->lprev = o->lprev;
+	else if (c->lru_tail == o)
+		c->lru_tail = o->lprev;
+	o->lprev = o->lnext = NULL;
+}
+
+void cache_lru_append_locked(struct cache *c, struct cache_obj *o)
+{
+	o->lprev = c->lru_tail;
+	o->lnext = NULL;
+	if (c->lru_tail)
+		c->lru_tail->lnext = o;
+	else
+		c->lru_head = o;
+	c->lru_tail = o;
+}
+
+void cache_lru_touch_locked(struct cache *c, struct cache_obj *o)
+{
+	o->last_use_ns = cache_now_ns();
+	cache_lru_unlink_locked(c, o);
+	cache_lru_append_locked(c, o);
+}
+
+static void publish_used_locked(struct cache *c)
+{
+	__atomic_store_n(&c->stats.used_bytes, c->used + c->overhead,
+			 __ATOMIC_RELAXED);
+}
+
+void cache_account_locked(struct cache *c, struct cache_obj *o,
+			  uint64_t alloc)
+{
+	c->used = c->used - o->alloc_bytes + alloc;
+	o->alloc_bytes = alloc;
+	publish_used_locked(c);
+}
+
+/* ---- culling ------------------------------------------------------------------ */
+
+unsigned cache_free_pct(struct cache *c)
+{
+	struct statvfs sv;
+	int fake = __atomic_load_n(&c->fake_free_pct, __ATOMIC_RELAXED);
+
+	if (fake >= 0)
+		return fake;
+	if (fstatvfs(c->dirfd, &sv) < 0 || !sv.f_blocks)
+		return 100;
+	return (unsigned)(sv.f_bavail * 100 / sv.f_blocks);
+}
+
+/* Cull one object, least recently used first, referenced objects last
+ * (their data is dropped, their identity kept). self, whose fill is asking
+ * for room, is never the victim. Entered and left with c->lock held; drops
+ * it while freeing. 0 if something was culled, -ENOSPC if nothing could. */
+static int cull_one_locked(struct cache *c, struct cache_obj *self)
+{
+	struct cache_obj *o;
+
+	for (o = c->lru_head; o; o = o->lnext)
+		if (!o->refs && o != self)
+			break;
+	if (o) {
+		cache_obj_forget_locked(c, o);
+		STAT_ADD(c, culled_objects, 1);
+		pthread_mutex_unlock(&c->lock);
+		/* Wait out a cache_obj_put() still closing its files. */
+		pthread_mutex_lock(&o->lock);
+		pthread_mutex_unlock(&o->lock);
+		cache_obj_free(o);
+		pthread_mutex_lock(&c->lock);
+		return 0;
+	}
+	/* An object with only its header left has nothing more to give. */
+	for (o = c->lru_head; o; o = o->lnext)
+		if (o != self && o->alloc_bytes > 4096)
+			break;
+	if (!o)
+		return -ENOSPC;
+	o->refs++;
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&o->lock);
+	if (o->opened && !o->broken &&
+	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
+				   o->hdr->size))
+		cache_obj_fail_locked(o, -EIO, "cull");
+	pthread_mutex_unlock(&o->lock);
+	STAT_ADD(c, culled_objects, 1);
+	cache_obj_put(o);
+	pthread_mutex_lock(&c->lock);
+	return 0;
+}
+
+/* Account bytes about to be written. With cache_size set, cull until they
+ * fit; -ENOSPC if they cannot. Runs in the caller's thread (a few unlinks)
+ * so the cap holds before the write, not eventually. */
+int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->max_bytes &&
+	       c->used + c->overhead + c->reserved + bytes > c->max_bytes) {
+		if (bytes > c->max_bytes || c->used == 0) {
+			ret = -ENOSPC;
+			break;
+		}
+		ret = cull_one_locked(c, self);
+		if (ret)
+			break;
+	}
+	if (!ret)
+		c->reserved += bytes;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void cache_unreserve(struct cache *c, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->reserved -= bytes;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int cache_cull_to(struct cache *c, uint64_t target)
+{
+	int n = 0;
+
+	if (!cache_writable(c))
+		return -EROFS;
+	pthread_mutex_lock(&c->lock);
+	while (c->used + c->overhead > target && !cull_one_locked(c, NULL))
+		n++;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Below bcull, free what brun asks for. The amount is computed once from
+ * statvfs and then counted down from our own accounting: free space reported
+ * by the filesystem lags behind unlinks (journal commit), and re-reading it
+ * would cull too much. */
+static void cull_for_space(struct cache *c)
+{
+	struct statvfs sv;
+	uint64_t need, start;
+	unsigned pct = cache_free_pct(c);
+
+	if (pct >= c->bcull)
+		return;
+	if (fstatvfs(c->dirfd, &sv) < 0)
+		return;
+	need = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * (c->brun - pct);
+	pthread_mutex_lock(&c->lock);
+	start = c->used;
+	while (c->used + need > start && !cull_one_locked(c, NULL))
+		;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void *cull_main(void *arg)
+{
+	struct cache *c = arg;
+
+	pthread_mutex_lock(&c->cull_lock);
+	while (!c->cull_stop) {
+		struct timespec ts;
+
+		pthread_mutex_unlock(&c->cull_lock);
+		cull_for_space(c);
+		pthread_mutex_lock(&c->cull_lock);
+		if (c->cull_stop)
+			break;
+		/* Woken early by a fill refused under bstop. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&c->cull_cond, &c->cull_lock, &ts);
+	}
+	pthread_mutex_unlock(&c->cull_lock);
+	return NULL;
+}
+
+int cache_cull_start(struct cache *c)
+{
+	int ret = pthread_create(&c->cull_thread, NULL, cull_main, c);
+
+	if (ret)
+		return -ret;
+	c->cull_up = true;
+	return 0;
+}
+
+void cache_cull_stop(struct cache *c)
+{
+	if (!c->cull_up)
+		return;
+	pthread_mutex_lock(&c->cull_lock);
+	c->cull_stop = true;
+	pthread_cond_signal(&c->cull_cond);
+	pthread_mutex_unlock(&c->cull_lock);
+	pthread_join(c->cull_thread, NULL);
+	c->cull_up = false;
+}

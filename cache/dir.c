@@ -1,0 +1,433 @@
+/* dir.c - opening a cache directory: checks, cache.conf, the lock file,
+ * layout; and closing it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_i.h"
+
+void cache_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+bool cache_writable(const struct cache *c)
+{
+	return c->mode != CACHE_OPEN_INSPECT;
+}
+
+uint32_t cache_block_size(const struct cache *c)
+{
+	return c->block_size;
+}
+
+const char *cache_dir(const struct cache *c)
+{
+	return c->dir;
+}
+
+/* ---- cache.conf ----------------------------------------------------------- */
+
+/* 0 and the version and block size from the file, -ENOENT if there is none, -EINVAL if
+ * it cannot be parsed. */
+static int conf_read(int dirfd, unsigned *version, uint32_t *bs)
+{
+	char buf[1024], *line, *save = NULL;
+	ssize_t n;
+	int fd = openat(dirfd, CACHE_CONF_NAME, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	*version = 0;
+	*bs = 0;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long v;
+
+		if (sscanf(line, " format_version = %lu", &v) == 1)
+			*version = v;
+		else if (sscanf(line, " block_size = %lu", &v) == 1)
+			*bs = v;
+	}
+	return *version ? 0 : -EINVAL;
+}
+
+/* Written to a temporary name and renamed so a crash never leaves a
+ * half-written header that would make the directory look foreign. */
+static int conf_write(int dirfd, uint32_t bs)
+{
+	char buf[256];
+	int len, fd, ret = 0;
+
+	len = snprintf(buf, sizeof(buf),
+		       "# cachegw cache directory; do not edit\n"
+		       "format_version = %d\nblock_size = %u\n",
+		       CACHE_FORMAT_VERSION, bs);
+	fd = openat(dirfd, CACHE_CONF_NAME ".tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) != len || fsync(fd) < 0)
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	if (!ret && renameat(dirfd, CACHE_CONF_NAME ".tmp", dirfd,
+			     CACHE_CONF_NAME) < 0)
+		ret = -errno;
+	if (ret)
+		unlinkat(dirfd, CACHE_CONF_NAME ".tmp", 0);
+	return ret;
+}
+
+/* True if the directory holds nothing a user could lose: empty but for
+ * what mkfs or an interrupted initialisation of ours leaves. */
+static bool dir_is_blank(int dirfd)
+{
+	static const char *const ok[] = { ".", "..", "lost+found",
+		CACHE_LOCK_NAME, CACHE_OBJ_DIR, CACHE_CONF_NAME ".tmp" };
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	bool blank = true;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (blank && (de = readdir(d))) {
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			known |= !strcmp(de->d_name, ok[i]);
+		blank = known;
+	}
+	closedir(d);
+	return blank;
+}
+
+/* ---- the lock file ------------------------------------------------------ */
+
+static int lock_take(struct cache *c, char *err, size_t errlen)
+{
+	char buf[32];
+	int fd, n;
+
+	fd = openat(c->dirfd, CACHE_LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		int e = errno;
+
+		cache_set_err(err, errlen, "cache_dir %s: cannot open lock file: %s",
+			      c->dir, strerror(e));
+		return -e;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		long pid = 0;
+
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = 0;
+			pid = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			cache_set_err(err, errlen,
+				      "cache_dir %s is in use by another cachegw (pid %ld)",
+				      c->dir, pid);
+			return -EBUSY;
+		}
+		cache_set_err(err, errlen, "cache_dir %s: cannot lock: %s",
+			      c->dir, strerror(e));
+		return -e;
+	}
+	/* The pid is for the error message of whoever comes second. */
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, n, 0) != n)
+		cache_log("cannot record pid in %s/%s", c->dir, CACHE_LOCK_NAME);
+	fchmod(fd, 0600);
+	c->lockfd = fd;
+	return 0;
+}
+
+/* ---- open/close ---------------------------------------------------------- */
+
+static int check_opts(const struct cache_opts *o, struct cache *c,
+		      char *err, size_t errlen)
+{
+	uint32_t bs = o->block_size ? o->block_size : CACHE_BLOCK_DEFAULT;
+
+	if (!o->dir || !*o->dir) {
+		cache_set_err(err, errlen, "cache_dir is required");
+		return -EINVAL;
+	}
+	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
+		cache_set_err(err, errlen,
+			      "cache block size %u: must be a power of two from 4K to 4M",
+			      bs);
+		return -EINVAL;
+	}
+	c->block_size = bs;
+	c->brun = o->brun;
+	c->bcull = o->bcull;
+	c->bstop = o->bstop;
+	if (!c->brun && !c->bcull && !c->bstop) {
+		c->brun = 10;	/* cachefilesd defaults */
+		c->bcull = 7;
+		c->bstop = 3;
+	}
+	if (!(c->bstop < c->bcull && c->bcull < c->brun && c->brun < 100)) {
+		cache_set_err(err, errlen,
+			      "need bstop < bcull < brun < 100 (got %u/%u/%u)",
+			      c->bstop, c->bcull, c->brun);
+		return -EINVAL;
+	}
+	if (o->write_mode > CACHE_WRITE_FADVISE || o->mode > CACHE_OPEN_MODIFY) {
+		cache_set_err(err, errlen, "bad cache write or open mode");
+		return -EINVAL;
+	}
+	c->mode = o->mode;
+	c->write_mode = o->write_mode;
+	c->max_bytes = o->max_bytes;
+	return 0;
+}
+
+/* Make dir exist (OWNER), be a directory, be writable (unless INSPECT). */
+static int open_dir(struct cache *c, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(c->dir, &st) < 0) {
+		int e = errno;
+
+		if (e != ENOENT || c->mode != CACHE_OPEN_OWNER) {
+			cache_set_err(err, errlen, "cache_dir %s: %s", c->dir,
+				      strerror(e));
+			return -e;
+		}
+		if (mkdir(c->dir, 0700) < 0) {
+			e = errno;
+			cache_set_err(err, errlen, "cannot create cache_dir %s: %s",
+				      c->dir, strerror(e));
+			return -e;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		cache_set_err(err, errlen, "cache_dir %s is not a directory",
+			      c->dir);
+		return -ENOTDIR;
+	}
+	if (cache_writable(c) && access(c->dir, W_OK | X_OK) < 0) {
+		int e = errno;
+
+		cache_set_err(err, errlen, "cache_dir %s is not writable: %s",
+			      c->dir, strerror(e));
+		return -e;
+	}
+	c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dirfd < 0) {
+		int e = errno;
+
+		cache_set_err(err, errlen, "cache_dir %s: %s", c->dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* Read cache.conf, or (OWNER, blank dir) create the layout. Called with the
+ * lock held when there is one, so two owners cannot initialise at once. */
+static int open_layout(struct cache *c, char *err, size_t errlen)
+{
+	unsigned version;
+	uint32_t bs;
+	int ret = conf_read(c->dirfd, &version, &bs);
+
+	if (ret == -ENOENT && c->mode == CACHE_OPEN_OWNER) {
+		if (!dir_is_blank(c->dirfd)) {
+			cache_set_err(err, errlen,
+				      "cache_dir %s is not empty and holds no cachegw cache (no %s)",
+				      c->dir, CACHE_CONF_NAME);
+			return -ENOTEMPTY;
+		}
+		fchmod(c->dirfd, 0700);
+		ret = conf_write(c->dirfd, c->block_size);
+		if (ret) {
+			cache_set_err(err, errlen, "cache_dir %s: cannot write %s: %s",
+				      c->dir, CACHE_CONF_NAME, strerror(-ret));
+			return ret;
+		}
+		ret = conf_read(c->dirfd, &version, &bs);
+	}
+	if (ret == -ENOENT) {
+		cache_set_err(err, errlen, "cache_dir %s holds no cachegw cache (no %s)",
+			      c->dir, CACHE_CONF_NAME);
+		return -ENOENT;
+	}
+	if (ret) {
+		cache_set_err(err, errlen, "cache_dir %s: damaged %s", c->dir,
+			      CACHE_CONF_NAME);
+		return -EPROTO;
+	}
+	if (version != CACHE_FORMAT_VERSION) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d",
+			      c->dir, version, CACHE_FORMAT_VERSION);
+		return -EPROTO;
+	}
+	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
+		cache_set_err(err, errlen, "cache_dir %s: bad block_size %u in %s",
+			      c->dir, bs, CACHE_CONF_NAME);
+		return -EPROTO;
+	}
+	c->block_size = bs;	/* an existing cache keeps its own */
+	if (cache_writable(c) && mkdirat(c->dirfd, CACHE_OBJ_DIR, 0700) < 0 &&
+	    errno != EEXIST) {
+		int e = errno;
+
+		cache_set_err(err, errlen, "cache_dir %s: cannot create %s: %s",
+			      c->dir, CACHE_OBJ_DIR, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int cache_open(const struct cache_opts *opts, struct cache **out,
+	       char *err, size_t errlen)
+{
+	struct cache *c;
+	int ret;
+
+	cache_set_err(err, errlen, "no error");
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		cache_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->dirfd = c->lockfd = -1;
+	c->fake_free_pct = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->sq_lock, NULL);
+	pthread_mutex_init(&c->io_lock, NULL);
+	pthread_cond_init(&c->io_cond, NULL);
+	pthread_mutex_init(&c->cull_lock, NULL);
+	pthread_cond_init(&c->cull_cond, NULL);
+
+	ret = check_opts(opts, c, err, errlen);
+	if (ret)
+		goto out_free;
+	c->dir = strdup(opts->dir);
+	if (!c->dir) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	/* 1. The directory itself. */
+	ret = open_dir(c, err, errlen);
+	if (ret)
+		goto out_free;
+	/* 2. Refuse a foreign directory before writing anything into it
+	 *    (the lock file): a read-only look at cache.conf first. */
+	{
+		unsigned v;
+		uint32_t bs;
+
+		if (conf_read(c->dirfd, &v, &bs) == -ENOENT &&
+		    (c->mode != CACHE_OPEN_OWNER || !dir_is_blank(c->dirfd))) {
+			if (c->mode == CACHE_OPEN_OWNER) {
+				cache_set_err(err, errlen,
+					      "cache_dir %s is not empty and holds no cachegw cache (no %s)",
+					      c->dir, CACHE_CONF_NAME);
+				ret = -ENOTEMPTY;
+			} else {
+				cache_set_err(err, errlen,
+					      "cache_dir %s holds no cachegw cache (no %s)",
+					      c->dir, CACHE_CONF_NAME);
+				ret = -ENOENT;
+			}
+			goto out_dir;
+		}
+	}
+	/* 3. The lock, then the layout under it. */
+	if (c->mode != CACHE_OPEN_INSPECT) {
+		ret = lock_take(c, err, errlen);
+		if (ret)
+			goto out_dir;
+	}
+	ret = open_layout(c, err, errlen);
+	if (ret)
+		goto out_lock;
+	cache_inject_from_env(c);
+	/* 4. Accounting and LRU from what is on disk. */
+	ret = cache_scan(c, err, errlen);
+	if (ret)
+		goto out_lock;
+	/* 5. Fills and culling. */
+	if (cache_writable(c)) {
+		ret = cache_io_start(c, opts->uring_depth);
+		if (ret) {
+			cache_set_err(err, errlen, "io_uring setup: %s",
+				      strerror(-ret));
+			goto out_scan;
+		}
+	}
+	if (c->mode == CACHE_OPEN_OWNER) {
+		ret = cache_cull_start(c);
+		if (ret) {
+			cache_set_err(err, errlen, "culling thread: %s",
+				      strerror(-ret));
+			goto out_io;
+		}
+	}
+	*out = c;
+	return 0;
+
+out_io:
+	cache_io_stop(c);
+out_scan:
+	cache_close_objects(c);
+out_lock:
+	if (c->lockfd >= 0)
+		close(c->lockfd);
+out_dir:
+	close(c->dirfd);
+out_free:
+	free(c->dir);
+	free(c);
+	return ret;
+}
+
+void cache_close(struct cache *c)
+{
+	if (!c)
+		return;
+	cache_cull_stop(c);
+	cache_io_stop(c);
+	cache_close_objects(c);
+	if (c->lockfd >= 0)
+		close(c->lockfd);	/* releases the flock */
+	close(c->dirfd);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->sq_lock);
+	pthread_mutex_destroy(&c->io_lock);
+	pthread_cond_destroy(&c->io_cond);
+	pthread_mutex_destroy(&c->cull_lock);
+	pthread_cond_destroy(&c->cull_cond);
+	free(c->dir);
+	free(c);
+}

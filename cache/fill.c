@@ -1,0 +1,321 @@
+/* fill.c - fills (cache_fill, the caller's own writes) and what happens when
+ * a fill's data write completes. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_i.h"
+
+/* ---- fills ------------------------------------------------------------------ */
+
+static void req_free(struct cache_req *r)
+{
+	free(r->buf);
+	free(r->csums);
+	free(r->skip);
+	free(r);
+}
+
+/* Decide, per block, whether this fill will mark it (o->lock held):
+ * - present with the same checksum: the same bytes are there; no mark.
+ * - present with another checksum: unmark first, so no reader trusts the
+ *   block while it is rewritten.
+ * - another fill in flight with the same bytes: let it mark; with other
+ *   bytes: the final content is unknown, so neither marks. */
+static int plan_marks_locked(struct cache_obj *o, struct cache_req *r)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < r->nblk && !ret; i++) {
+		uint64_t b = r->first + i;
+
+		if (cache_bit(o->bitmap, b)) {
+			uint64_t stored;
+
+			ret = cache_load_csums(o->c, o->meta_fd, b, 1, &stored);
+			if (ret)
+				break;
+			if (stored == r->csums[i]) {
+				r->skip[i] = 1;
+				continue;
+			}
+			cache_obj_cancel_locked(o, b);
+			ret = cache_obj_unmark_locked(o, b);
+			continue;
+		}
+		for (struct cache_req *q = o->inflight; q; q = q->next) {
+			if (b < q->first || b >= q->first + q->nblk)
+				continue;
+			if (q->csums[b - q->first] != r->csums[i])
+				q->skip[b - q->first] = 1;
+			r->skip[i] = 1;
+		}
+	}
+	return ret;
+}
+
+int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
+{
+	struct cache *c = o->c;
+	uint32_t bs = c->block_size;
+	struct cache_req *r = NULL;
+	uint64_t size, salt, gen;
+	bool direct, any = false;
+	int ret;
+
+	if (!cache_writable(c))
+		return -EROFS;
+	/* 1. Validate against the object as it is now. */
+	pthread_mutex_lock(&o->lock);
+	if (!o->opened || o->broken) {
+		pthread_mutex_unlock(&o->lock);
+		return -EIO;
+	}
+	size = o->hdr->size;
+	salt = o->hdr->salt;
+	gen = o->gen;
+	direct = o->direct;
+	pthread_mutex_unlock(&o->lock);
+	if (off % bs)
+		return -EINVAL;
+	if (off >= size || !len)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	else if (len % bs && off + len != size)
+		return -EINVAL;
+
+	/* 2. Room: free space (bstop) and cache_size. */
+	if (cache_free_pct(c) < c->bstop) {
+		STAT_ADD(c, fills_skipped, 1);
+		pthread_mutex_lock(&c->cull_lock);
+		pthread_cond_signal(&c->cull_cond);
+		pthread_mutex_unlock(&c->cull_lock);
+		return -ENOSPC;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->o = o;
+	r->gen = gen;
+	r->off = off;
+	r->len = len;
+	r->first = off / bs;
+	r->nblk = (len + bs - 1) / bs;
+	r->wlen = direct ? ALIGN_UP(len, CACHE_DIO_ALIGN) : len;
+	r->reserved = ALIGN_UP(len, CACHE_DIO_ALIGN) + 4096;	/* + meta */
+	ret = cache_reserve(c, o, r->reserved);
+	if (ret) {
+		STAT_ADD(c, fills_skipped, 1);
+		r->reserved = 0;
+		goto out_free;
+	}
+
+	/* 3. Copy and checksum outside any lock: the caller's buffer is free
+	 *    again when we return. */
+	ret = -ENOMEM;
+	r->buf = cache_alloc_aligned(r->wlen);
+	r->csums = calloc(r->nblk, 8);
+	r->skip = calloc(r->nblk, 1);
+	if (!r->buf || !r->csums || !r->skip)
+		goto out_free;
+	memcpy(r->buf, buf, len);
+	memset((char *)r->buf + len, 0, r->wlen - len);
+	for (uint32_t i = 0; i < r->nblk; i++) {
+		size_t blen = (i + 1) * (size_t)bs <= len ? bs : len - i * (size_t)bs;
+
+		r->csums[i] = cache_block_csum(salt, r->first + i,
+					       (char *)r->buf + (size_t)i * bs, blen);
+	}
+
+	/* 4. Plan the marks and join the object's fills in flight. */
+	pthread_mutex_lock(&o->lock);
+	if (o->gen != gen || o->broken) {
+		/* Invalidated meanwhile: these bytes belong to the past. */
+		pthread_mutex_unlock(&o->lock);
+		ret = 0;
+		goto out_free;
+	}
+	ret = plan_marks_locked(o, r);
+	if (ret) {
+		cache_obj_fail_locked(o, ret, "metadata write");
+		pthread_mutex_unlock(&o->lock);
+		goto out_free;
+	}
+	for (uint32_t i = 0; i < r->nblk; i++)
+		any |= !r->skip[i];
+	if (!any) {
+		pthread_mutex_unlock(&o->lock);
+		ret = 0;
+		goto out_free;
+	}
+	r->fd = o->data_fd;
+	if (c->write_mode == CACHE_WRITE_DONTCACHE &&
+	    !__atomic_load_n(&c->no_dontcache, __ATOMIC_RELAXED))
+		r->rw_flags = RWF_DONTCACHE;
+	r->next = o->inflight;
+	o->inflight = r;
+	pthread_mutex_lock(&c->lock);
+	o->refs++;		/* dropped by cache_fill_done() */
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&o->lock);
+
+	/* 5. Queue. */
+	STAT_ADD(c, fills, 1);
+	cache_io_submit(c, r);
+	return 0;
+
+out_free:
+	cache_unreserve(c, r->reserved);
+	req_free(r);
+	return ret;
+}
+
+/* Completion of a fill (completion thread, or a submitter whose submit
+ * failed). Marks the blocks present only now that the data is written. */
+void cache_fill_done(struct cache *c, struct cache_req *r, int res)
+{
+	struct cache_obj *o = r->o;
+	struct cache_req **pp;
+
+	if ((res == -EOPNOTSUPP || res == -EINVAL) && r->rw_flags) {
+		if (!__atomic_exchange_n(&c->no_dontcache, 1, __ATOMIC_RELAXED))
+			cache_log("RWF_DONTCACHE refused by the kernel (%s); using buffered writes",
+				  strerror(-res));
+		r->rw_flags = 0;
+		cache_io_requeue(c, r);
+		return;
+	}
+	if (res >= 0 && (size_t)res < r->wlen)
+		res = -EIO;	/* short write: the filesystem is full */
+	if (res >= 0 && c->write_mode == CACHE_WRITE_FADVISE)
+		posix_fadvise(r->fd, r->off, r->wlen, POSIX_FADV_DONTNEED);
+
+	pthread_mutex_lock(&o->lock);
+	for (pp = &o->inflight; *pp != r; pp = &(*pp)->next)
+		assert(*pp);
+	*pp = r->next;
+	if (o->gen != r->gen || !o->opened || o->broken) {
+		if (res < 0)
+			STAT_ADD(c, errors, 1);
+	} else if (res < 0) {
+		cache_obj_fail_locked(o, res, "fill write");
+	} else {
+		int ret = 0;
+
+		for (uint32_t i = 0; i < r->nblk && !ret; i++) {
+			uint64_t b = r->first + i;
+
+			if (!r->skip[i] && b < o->nblocks)
+				ret = cache_obj_mark_locked(o, b, r->csums[i]);
+		}
+		if (ret)
+			cache_obj_fail_locked(o, ret, "metadata write");
+		else
+			STAT_ADD(c, fill_bytes, r->len);
+	}
+	cache_obj_update_alloc(o);
+	pthread_mutex_unlock(&o->lock);
+
+	cache_unreserve(c, r->reserved);
+	cache_obj_put(o);
+	req_free(r);
+	cache_io_release(c);
+}
+
+/* ---- the caller's own writes ----------------------------------------------- */
+
+int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len)
+{
+	uint32_t bs = o->c->block_size;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	pthread_mutex_lock(&o->lock);
+	if (o->opened && !o->broken) {
+		uint64_t last = (off + len - 1) / bs;
+
+		for (uint64_t b = off / bs; b <= last && b < o->nblocks; b++) {
+			cache_obj_cancel_locked(o, b);
+			if (!ret)
+				ret = cache_obj_unmark_locked(o, b);
+		}
+		if (ret)
+			cache_obj_fail_locked(o, ret, "metadata write");
+	}
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+/* Bring the edge block b into blk (its logical length blen): the caller's
+ * bytes over the verified cached copy. false if there is no such copy. */
+static bool merge_edge(struct cache_obj *o, uint64_t b, size_t blen,
+		       char *blk, const char *buf, uint64_t off, size_t len)
+{
+	uint64_t bstart = b * o->c->block_size;
+	uint64_t s = off > bstart ? off : bstart;
+	uint64_t e = off + len < bstart + blen ? off + len : bstart + blen;
+
+	if (cache_read(o, blk, blen, bstart) != (ssize_t)blen)
+		return false;
+	memcpy(blk + (s - bstart), buf + (s - off), e - s);
+	return true;
+}
+
+int cache_write(struct cache_obj *o, const void *buf, size_t len,
+		uint64_t off)
+{
+	uint32_t bs = o->c->block_size;
+	uint64_t size, first, last, start, end;
+	bool head, tail;
+	char *tmp;
+	int ret;
+
+	pthread_mutex_lock(&o->lock);
+	size = o->opened ? o->hdr->size : 0;
+	pthread_mutex_unlock(&o->lock);
+	if (off + len > size)
+		len = off < size ? size - off : 0;	/* size was set first */
+	if (!len)
+		return 0;
+	/* 1. The block-aligned span the write touches, clipped at EOF. */
+	first = off / bs;
+	last = (off + len - 1) / bs;
+	start = first * bs;
+	end = (last + 1) * bs < size ? (last + 1) * bs : size;
+	tmp = malloc(end - start);
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp + (off - start), buf, len);
+	/* 2. Partial edges: merge with what is cached, else leave them out
+	 *    (dropped: the cached copy no longer matches the origin). */
+	head = off != start;
+	tail = off + len != end;
+	if (first == last && (head || tail)) {
+		if (!merge_edge(o, first, end - start, tmp, buf, off, len)) {
+			free(tmp);
+			return cache_drop_range(o, start, 1);
+		}
+	} else {
+		if (head && !merge_edge(o, first, bs, tmp, buf, off, len)) {
+			cache_drop_range(o, start, 1);
+			start += bs;
+		}
+		if (tail && !merge_edge(o, last, end - last * bs,
+					tmp + (last - first) * bs, buf, off, len)) {
+			cache_drop_range(o, last * bs, 1);
+			end = last * bs;
+		}
+	}
+	/* 3. Fill the rest like any fill. */
+	ret = 0;
+	if (end > start)
+		ret = cache_fill(o, tmp + (start - first * bs), end - start, start);
+	if (ret)
+		cache_drop_range(o, start, end - start);
+	free(tmp);
+	return ret;
+}

@@ -1,0 +1,165 @@
+/* meta.c - the per-object metadata record: header, presence, checksums. */
+#include <assert.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "cache_i.h"
+
+_Static_assert(sizeof(struct meta_hdr) == META_HDR_SIZE, "meta header size");
+_Static_assert(offsetof(struct meta_hdr, last_use_ns) == META_LAST_USE_OFF,
+	       "last_use offset");
+
+#define HDR_CSUM_LEN offsetof(struct meta_hdr, hdr_csum)
+
+uint64_t cache_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cache_new_salt(void)
+{
+	static uint64_t counter;
+	uint64_t s = 0;
+
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) == sizeof(s) && s)
+		return s;
+	/* No entropy yet (early boot): time and a counter still make every
+	 * incarnation of an object differ, which is all the salt is for. */
+	s = cache_now_ns() ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	return XXH3_64bits(&s, sizeof(s)) | 1;
+}
+
+void cache_meta_init(struct meta_hdr *h, uint32_t bs, const void *key,
+		     size_t keylen, const void *coh, size_t cohlen,
+		     uint64_t size)
+{
+	assert(keylen <= CACHE_KEY_MAX && cohlen <= CACHE_COH_MAX);
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, META_MAGIC, sizeof(h->magic));
+	h->version = CACHE_FORMAT_VERSION;
+	h->block_size = bs;
+	h->size = size;
+	h->salt = cache_new_salt();
+	h->keylen = keylen;
+	h->cohlen = cohlen;
+	if (keylen)
+		memcpy(h->key, key, keylen);
+	if (cohlen)
+		memcpy(h->coh, coh, cohlen);
+}
+
+void cache_meta_seal(struct meta_hdr *h)
+{
+	h->hdr_csum = XXH3_64bits(h, HDR_CSUM_LEN);
+}
+
+/* 0 if h is an intact header for a cache of block size bs, else -EBADMSG. */
+int cache_meta_check(const struct meta_hdr *h, uint32_t bs)
+{
+	if (memcmp(h->magic, META_MAGIC, sizeof(h->magic)))
+		return -EBADMSG;
+	if (h->version != CACHE_FORMAT_VERSION || h->block_size != bs)
+		return -EBADMSG;
+	if (h->keylen > CACHE_KEY_MAX || h->cohlen > CACHE_COH_MAX)
+		return -EBADMSG;
+	if (h->hdr_csum != XXH3_64bits(h, HDR_CSUM_LEN))
+		return -EBADMSG;
+	return 0;
+}
+
+uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs)
+{
+	return (size + bs - 1) / bs;
+}
+
+off_t cache_meta_word_off(uint64_t blk)
+{
+	return META_HDR_SIZE + (off_t)(blk / META_GROUP_BLOCKS) * META_GROUP_SIZE;
+}
+
+off_t cache_meta_csum_off(uint64_t blk)
+{
+	return cache_meta_word_off(blk) + 8 + 8 * (off_t)(blk % META_GROUP_BLOCKS);
+}
+
+/* The seed binds a checksum to this incarnation (salt) and this block
+ * index: see the comment on the format in cache_i.h. */
+uint64_t cache_block_csum(uint64_t salt, uint64_t blk,
+			  const void *data, size_t len)
+{
+	uint64_t seed = salt ^ ((blk + 1) * 0x9E3779B97F4A7C15ull);
+
+	return XXH3_64bits_withSeed(data, len, seed);
+}
+
+int cache_meta_read_hdr(struct cache *c, int fd, struct meta_hdr *h)
+{
+	ssize_t n = cache_pread(c, fd, h, sizeof(*h), 0, 0);
+
+	if (n < 0)
+		return (int)n;
+	if (n != sizeof(*h))
+		return -EBADMSG;	/* truncated */
+	return cache_meta_check(h, c->block_size);
+}
+
+int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h)
+{
+	cache_meta_seal(h);
+	return cache_pwrite(c, fd, h, sizeof(*h), 0);
+}
+
+/* Fill bitmap (zeroed by the caller) from the presence words on disk. The
+ * groups are read in large chunks so opening a big object costs a few
+ * preads, not one per group. A file shorter than a group: absent blocks. */
+int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
+			   uint64_t *bitmap)
+{
+	enum { CHUNK_GROUPS = 256 };
+	_Static_assert(META_GROUP_BLOCKS == 64, "one presence word per group");
+	uint64_t ngroups = (nblocks + META_GROUP_BLOCKS - 1) / META_GROUP_BLOCKS;
+	char *buf;
+	int ret = 0;
+
+	if (!ngroups)
+		return 0;
+	buf = malloc((size_t)CHUNK_GROUPS * META_GROUP_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t g = 0; g < ngroups; g += CHUNK_GROUPS) {
+		uint64_t cnt = ngroups - g < CHUNK_GROUPS ? ngroups - g : CHUNK_GROUPS;
+		ssize_t n = cache_pread(c, fd, buf, cnt * META_GROUP_SIZE,
+					cache_meta_word_off(g * 64), 0);
+
+		if (n < 0) {
+			ret = (int)n;
+			break;
+		}
+		for (uint64_t i = 0; i < cnt; i++) {
+			uint64_t w;
+
+			/* The last group is short: the file ends at the
+			 * highest checksum written. Its word is enough. */
+			if (i * META_GROUP_SIZE + 8 > (uint64_t)n)
+				break;
+			memcpy(&w, buf + i * META_GROUP_SIZE, 8);
+			bitmap[g + i] = w;
+		}
+		if ((uint64_t)n < cnt * META_GROUP_SIZE)
+			break;
+	}
+	/* Bits past nblocks would be garbage; the reader trusts only checksums
+	 * but counts (ls, culling) should not. */
+	if (nblocks % 64)
+		bitmap[ngroups - 1] &= (1ull << (nblocks % 64)) - 1;
+	free(buf);
+	return ret;
+}

@@ -1,0 +1,216 @@
+/* read.c - verified reads: every block a read touches passes its checksum
+ * or the read is a miss. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_i.h"
+
+/* Read the stored checksums of blocks [first, first+n) into out, one pread
+ * per group (they are contiguous within a group). A hole reads as 0, which
+ * simply fails to verify. */
+int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
+		      uint64_t n, uint64_t *out)
+{
+	uint64_t b = first, end = first + n;
+
+	while (b < end) {
+		uint64_t gend = (b / META_GROUP_BLOCKS + 1) * META_GROUP_BLOCKS;
+		uint64_t cnt = (gend < end ? gend : end) - b;
+		ssize_t r = cache_pread(c, meta_fd, out + (b - first), cnt * 8,
+					cache_meta_csum_off(b), 0);
+
+		if (r < 0)
+			return (int)r;
+		if ((uint64_t)r < cnt * 8)
+			memset((char *)(out + (b - first)) + r, 0, cnt * 8 - r);
+		b += cnt;
+	}
+	return 0;
+}
+
+static int read_flags(const struct cache *c)
+{
+	return c->write_mode == CACHE_WRITE_DONTCACHE ? RWF_DONTCACHE : 0;
+}
+
+/* Read the blocks [first, first+n) of an object of size size into buf
+ * (aligned, room for the DIO-rounded length). For DIRECT mode the data fd
+ * has O_DIRECT and reads use it too: reading verified blocks through the
+ * page cache would keep a second copy of data the gateway's own page cache
+ * (FUSE keep_cache) already holds, which is what DIRECT exists to avoid.
+ * Bytes past the end of the file read as zeros (a hole) and fail to verify
+ * unless they really are zeros. Returns the logical length or -errno. */
+static ssize_t read_blocks(struct cache *c, int fd, bool direct,
+			   uint64_t first, uint64_t n, uint64_t size, void *buf)
+{
+	uint32_t bs = c->block_size;
+	uint64_t start = first * bs;
+	uint64_t end = (first + n) * bs < size ? (first + n) * bs : size;
+	size_t len = end - start;
+	size_t rlen = direct ? ALIGN_UP(len, CACHE_DIO_ALIGN) : len;
+	ssize_t r = cache_pread(c, fd, buf, rlen, start, read_flags(c));
+
+	if (r < 0)
+		return r;
+	if ((size_t)r < len)
+		memset((char *)buf + r, 0, len - r);
+	if (c->write_mode == CACHE_WRITE_FADVISE)
+		posix_fadvise(fd, start, rlen, POSIX_FADV_DONTNEED);
+	return len;
+}
+
+void *cache_alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, CACHE_DIO_ALIGN, ALIGN_UP(len, CACHE_DIO_ALIGN)))
+		return NULL;
+	return p;
+}
+
+static void log_corrupt(struct cache_obj *o, uint64_t blk)
+{
+	STAT_ADD(o->c, corrupt_blocks, 1);
+	cache_log("corrupt block %llu of object %s dropped",
+		  (unsigned long long)blk, o->name);
+}
+
+ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
+{
+	struct cache *c = o->c;
+	uint32_t bs = c->block_size;
+	uint64_t size, first, n, salt, gen, useq, *csums = NULL;
+	void *bounce = NULL;
+	bool direct, bad = false;
+	int fd, meta_fd;
+	ssize_t ret;
+
+	STAT_ADD(c, reads, 1);
+	/* 1. Under the lock: bounds, presence, and a snapshot of the
+	 *    incarnation; the I/O itself runs unlocked so readers of one
+	 *    object proceed in parallel. */
+	pthread_mutex_lock(&o->lock);
+	if (!o->opened || o->broken) {
+		pthread_mutex_unlock(&o->lock);
+		STAT_ADD(c, miss_bytes, len);
+		return -ENODATA;
+	}
+	size = o->hdr->size;
+	if (off >= size || !len) {
+		pthread_mutex_unlock(&o->lock);
+		return 0;
+	}
+	if (len > size - off)
+		len = size - off;
+	first = off / bs;
+	n = (off + len - 1) / bs - first + 1;
+	for (uint64_t b = first; b < first + n; b++)
+		if (!cache_bit(o->bitmap, b)) {
+			pthread_mutex_unlock(&o->lock);
+			STAT_ADD(c, miss_bytes, len);
+			return -ENODATA;
+		}
+	salt = o->hdr->salt;
+	gen = o->gen;
+	useq = o->unmark_seq;
+	fd = o->data_fd;	/* stable: our caller holds a reference */
+	meta_fd = o->meta_fd;
+	direct = o->direct;
+	pthread_mutex_unlock(&o->lock);
+
+	/* 2. Data and checksums. */
+	ret = -ENOMEM;
+	bounce = cache_alloc_aligned(n * bs);
+	csums = malloc(n * 8);
+	if (!bounce || !csums)
+		goto out;
+	ret = cache_load_csums(c, meta_fd, first, n, csums);
+	if (!ret)
+		ret = read_blocks(c, fd, direct, first, n, size, bounce);
+	if (ret < 0) {
+		pthread_mutex_lock(&o->lock);
+		if (o->gen == gen)
+			cache_obj_fail_locked(o, (int)ret, "read");
+		pthread_mutex_unlock(&o->lock);
+		goto out;
+	}
+	/* 3. Verify every block touched; drop those that fail unless the
+	 *    block changed under us (then it is a race, not corruption). */
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t b = first + i;
+		uint64_t blen = (b + 1) * bs <= size ? bs : size - b * bs;
+
+		if (cache_block_csum(salt, b, (char *)bounce + i * bs, blen) ==
+		    csums[i])
+			continue;
+		bad = true;
+		pthread_mutex_lock(&o->lock);
+		if (o->gen == gen && o->unmark_seq == useq &&
+		    cache_bit(o->bitmap, b)) {
+			int r;
+
+			log_corrupt(o, b);
+			cache_obj_cancel_locked(o, b);
+			r = cache_obj_unmark_locked(o, b);
+			useq = o->unmark_seq;
+			if (r)
+				cache_obj_fail_locked(o, r, "metadata write");
+		}
+		pthread_mutex_unlock(&o->lock);
+	}
+	if (bad) {
+		ret = -ENODATA;
+		STAT_ADD(c, miss_bytes, len);
+		goto out;
+	}
+	memcpy(buf, (char *)bounce + (off - first * bs), len);
+	STAT_ADD(c, hit_bytes, len);
+	ret = len;
+out:
+	free(bounce);
+	free(csums);
+	return ret;
+}
+
+/* Verify every present block (offline inspection). Called with o->lock
+ * held; the object is quiet enough that races are not a concern. */
+int cache_obj_verify_locked(struct cache_obj *o, bool repair, uint64_t *bad)
+{
+	struct cache *c = o->c;
+	uint32_t bs = c->block_size;
+	void *buf = cache_alloc_aligned(bs);
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < o->nblocks && !ret; b++) {
+		uint64_t csum;
+		ssize_t len;
+
+		if (!cache_bit(o->bitmap, b))
+			continue;
+		ret = cache_load_csums(c, o->meta_fd, b, 1, &csum);
+		if (ret)
+			break;
+		len = read_blocks(c, o->data_fd, o->direct, b, 1, o->hdr->size, buf);
+		if (len < 0) {
+			ret = (int)len;
+			break;
+		}
+		if (cache_block_csum(o->hdr->salt, b, buf, len) == csum)
+			continue;
+		(*bad)++;
+		cache_log("%s block %llu of object %s fails its checksum",
+			  repair ? "dropping" : "found:", (unsigned long long)b,
+			  o->name);
+		if (repair) {
+			STAT_ADD(c, corrupt_blocks, 1);
+			ret = cache_obj_unmark_locked(o, b);
+		}
+	}
+	free(buf);
+	return ret;
+}

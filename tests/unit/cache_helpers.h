@@ -1,0 +1,163 @@
+/* cache_helpers.h - shared helpers of the cache/ unit tests: temp dirs,
+ * patterns, checks. Exit codes: 0 pass, 1 fail, 77 skip. */
+#ifndef CACHEGW_CACHE_HELPERS_H
+#define CACHEGW_CACHE_HELPERS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cache_i.h"	/* white-box tests poke at the on-disk format */
+
+#define T_SKIP 77
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+			__LINE__, #cond); \
+		exit(1); \
+	} \
+} while (0)
+
+#define CHECK_EQ(a, b) do { \
+	long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) { \
+		fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", \
+			__FILE__, __LINE__, #a, _a, #b, _b); \
+		exit(1); \
+	} \
+} while (0)
+
+static char t_dir[64];
+
+static int t_rm_one(const char *p, const struct stat *st, int flag,
+		    struct FTW *f)
+{
+	(void)st; (void)flag; (void)f;
+	return remove(p);
+}
+
+static void t_cleanup(void)
+{
+	if (t_dir[0])
+		nftw(t_dir, t_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh temp dir (removed at exit); returns dir/sub ("" for dir). */
+static inline const char *t_tmpdir(void)
+{
+	if (!t_dir[0]) {
+		strcpy(t_dir, "/tmp/cachegw-unit-XXXXXX");
+		if (!mkdtemp(t_dir)) {
+			perror("mkdtemp");
+			exit(1);
+		}
+		atexit(t_cleanup);
+	}
+	return t_dir;
+}
+
+static inline char *t_path(const char *sub)
+{
+	static char buf[8][256];
+	static int i;
+	char *p = buf[i++ % 8];
+
+	snprintf(p, 256, "%s/%s", t_tmpdir(), sub);
+	return p;
+}
+
+static inline struct cache *t_open(const char *dir, enum cache_open_mode mode,
+				   enum cache_write_mode wm, uint32_t bs,
+				   uint64_t max)
+{
+	struct cache_opts o = {
+		.dir = dir, .mode = mode, .block_size = bs, .write_mode = wm,
+		.max_bytes = max,
+	};
+	struct cache *c = NULL;
+	char err[256];
+	int ret = cache_open(&o, &c, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "cache_open(%s): %d: %s\n", dir, ret, err);
+		exit(1);
+	}
+	return c;
+}
+
+static inline void t_pattern(void *buf, size_t len, unsigned seed)
+{
+	unsigned char *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+		p[i] = (unsigned char)x;
+	}
+}
+
+static inline struct cache_obj *t_get(struct cache *c, const char *key,
+				      const char *coh, uint64_t size)
+{
+	struct cache_obj *o = NULL;
+	int ret = cache_obj_get(c, key, strlen(key), coh, strlen(coh), size, &o);
+
+	if (ret) {
+		fprintf(stderr, "cache_obj_get(%s): %d\n", key, ret);
+		exit(1);
+	}
+	return o;
+}
+
+/* Path of an object's data or metadata file. */
+static inline char *t_objfile(struct cache *c, const char *key, bool meta)
+{
+	static char buf[2][512];
+	static int i;
+	char name[CACHE_NAME_LEN + 1], *p = buf[i++ % 2];
+
+	cache_obj_name(key, strlen(key), name, sizeof(name));
+	snprintf(p, 512, "%s/objects/%.2s/%s%s", cache_dir(c), name, name,
+		 meta ? ".meta" : "");
+	return p;
+}
+
+static inline void t_poke(const char *path, off_t off, const void *b,
+			  size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, b, len, off) == (ssize_t)len);
+	close(fd);
+}
+
+/* XOR one byte of a file. */
+static inline void t_flip(const char *path, off_t off)
+{
+	unsigned char b;
+	int fd = open(path, O_RDWR);
+
+	CHECK(fd >= 0);
+	CHECK(pread(fd, &b, 1, off) == 1);
+	b ^= 0x5a;
+	CHECK(pwrite(fd, &b, 1, off) == 1);
+	close(fd);
+}
+
+static inline struct cache_stats t_stats(struct cache *c)
+{
+	struct cache_stats st;
+
+	cache_get_stats(c, &st);
+	return st;
+}
+
+#endif
