@@ -104,6 +104,10 @@ void cache_obj_invalidate(struct cache_obj *o);
  * or another -errno on an I/O error (the object is then dropped). */
 ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off);
 
+/* Are all blocks [off, off+len) touches marked present (not verified:
+ * a hint to skip fetching them)? len 0 means to the end of the object. */
+bool cache_present(struct cache_obj *o, uint64_t off, size_t len);
+
 /* Store data for [off, off+len): off is block-aligned; len is a multiple of
  * the block size or reaches the object's size. buf is copied; the write goes
  * through io_uring and the blocks become present only after the data write

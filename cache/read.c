@@ -78,6 +78,26 @@ static void log_corrupt(struct cache_obj *o, uint64_t blk)
 		  (unsigned long long)blk, o->name);
 }
 
+bool cache_present(struct cache_obj *o, uint64_t off, size_t len)
+{
+	uint32_t bs = o->c->block_size;
+	bool all = true;
+	uint64_t b, last;
+
+	pthread_mutex_lock(&o->lock);
+	if (!o->opened || o->broken || off >= o->hdr->size) {
+		pthread_mutex_unlock(&o->lock);
+		return false;
+	}
+	if (!len || len > o->hdr->size - off)
+		len = (size_t)(o->hdr->size - off);
+	last = (off + len - 1) / bs;
+	for (b = off / bs; all && b <= last; b++)
+		all = cache_bit(o->bitmap, b);
+	pthread_mutex_unlock(&o->lock);
+	return all;
+}
+
 ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 {
 	struct cache *c = o->c;

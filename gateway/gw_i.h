@@ -77,6 +77,7 @@ struct gw_access {
 };
 
 struct gw_extent;
+struct gw_fetch;
 
 struct gw_inode {
 	uint64_t nodeid;		/* FUSE node-id, never reused */
@@ -94,10 +95,11 @@ struct gw_inode {
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily */
 	unsigned opens;			/* open files */
-	char *fetch;			/* last origin fetch (read.c) */
-	uint64_t fetch_off;
-	size_t fetch_len;
-	bool fetch_eof;			/* fetch ends at end of file */
+	struct gw_fetch *fetches;	/* origin fetches in flight or recent
+					 * (read.c) */
+	pthread_cond_t fetch_cond;	/* a fetch completed */
+	uint64_t ra_next;		/* where a sequential read goes next */
+	uint64_t ra_win;		/* readahead window, bytes */
 	struct gw_extent *uncommitted;	/* written, not yet COMMITted */
 	size_t uncommitted_bytes;
 	int write_err;			/* -errno to report at flush/fsync */

@@ -48,6 +48,7 @@ static struct gw_inode *inode_new(const struct nfsc_fh *fh, uint64_t nodeid)
 	ino->nodeid = nodeid;
 	ino->fh = *fh;
 	pthread_mutex_init(&ino->lock, NULL);
+	pthread_cond_init(&ino->fetch_cond, NULL);
 	return ino;
 }
 
@@ -119,10 +120,11 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 static void inode_free(struct gw *gw, struct gw_inode *ino)
 {
 	(void)gw;
+	gw_inode_drop_fetch(ino);	/* waits for READs that fill ino->obj */
 	if (ino->obj)
 		cache_obj_put(ino->obj);
-	free(ino->fetch);
 	gw_write_forget(ino);
+	pthread_cond_destroy(&ino->fetch_cond);
 	pthread_mutex_destroy(&ino->lock);
 	free(ino);
 }

@@ -1,14 +1,18 @@
-/* read.c - the read path and the link between inodes and cache objects.
+/* read.c - the read path.
  *
  * 1. A read whose blocks are all present and verify is served from the
  *    cache (cache_read checks every block's XXH3).
- * 2. Else, if the inode's last origin fetch covers it, from that buffer:
- *    fills are asynchronous, so the kernel's next sequential request may
- *    arrive before the blocks fetched for the previous one are marked
- *    present; this avoids fetching them twice.
- * 3. Else the covering whole blocks are read from the origin (rsize READs
- *    in parallel over the connections), the reply goes out, and the blocks
- *    are handed to the cache, which writes them without blocking us.
+ * 2. Else, if a fetch from the origin that covers it is in flight or was
+ *    recently completed, the read waits for it and copies from it: the
+ *    kernel sends several reads of one file at once (async reads,
+ *    readahead), and fills reach the cache asynchronously, so without this
+ *    the same blocks would be fetched twice.
+ * 3. Else the covering whole cache blocks are fetched: rsize READs in
+ *    parallel over the connections. A sequential reader's fetch grows into
+ *    a readahead window (doubling up to readahead=) whose tail is fetched
+ *    without making this read wait for it.
+ * Every completed fetch is handed to the cache (cache_fill copies and
+ * writes it through io_uring, off this path).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,107 +21,354 @@
 #include "cache.h"
 #include "gw_i.h"
 
-void gw_inode_drop_fetch(struct gw_inode *ino)
-{
-	char *old;
+#define GW_FETCH_KEEP 8		/* completed fetches kept per inode */
 
-	pthread_mutex_lock(&ino->lock);
-	old = ino->fetch;
-	ino->fetch = NULL;
-	ino->fetch_len = 0;
-	pthread_mutex_unlock(&ino->lock);
-	free(old);
+struct gw_chunk {
+	uint32_t want, got;
+	bool eof;
+	bool has_attr;
+	struct nfsc_attr attr;
+};
+
+struct gw_fetch {
+	struct gw_fetch *next;		/* ino->fetches, ino->lock */
+	struct gw *gw;
+	struct gw_inode *ino;
+	uint64_t off;			/* block-aligned */
+	size_t len;			/* bytes asked of the origin */
+	size_t got;			/* valid bytes from off, when done */
+	bool done, eof;			/* ino->lock */
+	int err;			/* -errno, when done */
+	unsigned refs;			/* list + waiters + in flight; ino->lock */
+	unsigned pending;		/* chunk READs outstanding; ino->lock */
+	unsigned nchunks;
+	struct gw_chunk *chunks;
+	char *buf;
+};
+
+static void fetch_unref_locked(struct gw_fetch *f, struct gw_fetch **freeme)
+{
+	if (--f->refs == 0) {
+		f->next = *freeme;
+		*freeme = f;
+	}
 }
 
-/* Serve [off, off+size) from the last fetch if it covers it (or covers it
- * up to the end of the file). Returns bytes copied or -ENODATA. */
-static ssize_t from_fetch(struct gw_inode *ino, char *buf, size_t size,
-			  uint64_t off)
+static void fetch_free_list(struct gw_fetch *f)
 {
-	ssize_t ret = -ENODATA;
+	while (f) {
+		struct gw_fetch *next = f->next;
+
+		free(f->chunks);
+		free(f->buf);
+		free(f);
+		f = next;
+	}
+}
+
+/* Keep at most GW_FETCH_KEEP completed fetches on the inode's list. */
+static void trim_locked(struct gw_inode *ino, struct gw_fetch **freeme)
+{
+	struct gw_fetch **pp = &ino->fetches, *f;
+	unsigned kept = 0;
+
+	while ((f = *pp)) {
+		if (f->done && ++kept > GW_FETCH_KEEP) {
+			*pp = f->next;
+			fetch_unref_locked(f, freeme);
+			continue;
+		}
+		pp = &f->next;
+	}
+}
+
+static void trim(struct gw_inode *ino)
+{
+	struct gw_fetch *freeme = NULL;
 
 	pthread_mutex_lock(&ino->lock);
-	if (ino->fetch && off >= ino->fetch_off &&
-	    off <= ino->fetch_off + ino->fetch_len) {
-		size_t skip = (size_t)(off - ino->fetch_off);
-		size_t have = ino->fetch_len - skip;
+	trim_locked(ino, &freeme);
+	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
+}
 
-		if (have >= size || ino->fetch_eof) {
-			ret = (ssize_t)(have < size ? have : size);
-			memcpy(buf, ino->fetch + skip, (size_t)ret);
+/* Called on a connection thread as each READ of a fetch completes. */
+static void chunk_done(int status, void *priv)
+{
+	struct gw_fetch *f = priv;
+	struct gw_inode *ino = f->ino;
+	struct gw_fetch *freeme = NULL;
+	struct nfsc_attr newest;
+	bool last, has_attr = false;
+	unsigned i;
+
+	pthread_mutex_lock(&ino->lock);
+	if (status && !f->err)
+		f->err = status;
+	last = --f->pending == 0;
+	if (last) {
+		/* The bytes are good up to the first short chunk. */
+		f->got = 0;
+		for (i = 0; !f->err && i < f->nchunks; i++) {
+			f->got += f->chunks[i].got;
+			if (f->chunks[i].has_attr) {
+				newest = f->chunks[i].attr;
+				has_attr = true;
+			}
+			if (f->chunks[i].got < f->chunks[i].want) {
+				f->eof = f->chunks[i].eof;
+				break;
+			}
 		}
+		f->done = true;
+		pthread_cond_broadcast(&ino->fetch_cond);
 	}
 	pthread_mutex_unlock(&ino->lock);
+	if (!last)
+		return;
+	if (has_attr)
+		gw_inode_set_attr(ino, &newest);
+	/* Whole blocks, or the tail of the file up to its end. The object
+	 * outlives us: the inode holds it until freed, and an inode is not
+	 * freed while its fetches are in flight (gw_inode_drop_fetch). */
+	if (!f->err && f->got && (f->got == f->len || f->eof)) {
+		struct cache_obj *obj;
+
+		pthread_mutex_lock(&ino->lock);
+		obj = ino->obj;
+		pthread_mutex_unlock(&ino->lock);
+		if (obj)
+			cache_fill(obj, f->buf, f->got, f->off);
+	}
+	pthread_mutex_lock(&ino->lock);
+	fetch_unref_locked(f, &freeme);
+	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
+}
+
+/* Start fetching [off, off+len) (block-aligned); the fetch is on the
+ * inode's list when this returns, so others can wait for it. Returns it
+ * with a reference for the caller, or NULL on allocation failure. */
+static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
+				    const struct nfsc_cred *cr, uint64_t off,
+				    size_t len)
+{
+	uint32_t rs = nfsc_rsize(gw->nfs);
+	struct gw_fetch *f = calloc(1, sizeof(*f));
+	unsigned i;
+
+	if (!f)
+		return NULL;
+	f->gw = gw;
+	f->ino = ino;
+	f->off = off;
+	f->len = len;
+	f->nchunks = (unsigned)((len + rs - 1) / rs);
+	f->chunks = calloc(f->nchunks, sizeof(*f->chunks));
+	f->buf = malloc(len);
+	if (!f->chunks || !f->buf) {
+		free(f->chunks);
+		free(f->buf);
+		free(f);
+		return NULL;
+	}
+	f->refs = 3;			/* list, caller, the READs */
+	f->pending = f->nchunks;
+	pthread_mutex_lock(&ino->lock);
+	f->next = ino->fetches;
+	ino->fetches = f;
+	pthread_mutex_unlock(&ino->lock);
+	for (i = 0; i < f->nchunks; i++) {
+		struct gw_chunk *c = &f->chunks[i];
+		uint64_t o = (uint64_t)i * rs;
+		int ret;
+
+		c->want = (uint32_t)(len - o < rs ? len - o : rs);
+		ret = nfsc_read_async(gw->nfs, -1, cr, &ino->fh, off + o,
+				      c->want, f->buf + o, &c->got, &c->eof,
+				      &c->attr, &c->has_attr, chunk_done, f);
+		if (ret) {
+			/* Not queued: account for it as a failed READ. */
+			chunk_done(ret, f);
+		}
+	}
+	return f;
+}
+
+/* A fetch on the list that covers [off, off+size) (or reaches the end of
+ * the file inside it), with a reference taken; NULL if none. */
+static struct gw_fetch *fetch_find_locked(struct gw_inode *ino, uint64_t off,
+					  size_t size)
+{
+	struct gw_fetch *f;
+
+	for (f = ino->fetches; f; f = f->next) {
+		if (f->err && f->done)
+			continue;
+		if (off < f->off || off + size > f->off + f->len) {
+			/* A done fetch that ended at EOF covers the rest. */
+			if (!(f->done && f->eof && off >= f->off &&
+			      off <= f->off + f->got))
+				continue;
+		}
+		f->refs++;
+		return f;
+	}
+	return NULL;
+}
+
+static void fetch_put(struct gw_inode *ino, struct gw_fetch *f)
+{
+	struct gw_fetch *freeme = NULL;
+
+	pthread_mutex_lock(&ino->lock);
+	fetch_unref_locked(f, &freeme);
+	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
+}
+
+/* Wait for f, copy [off, off+size) from it. Drops the reference. */
+static ssize_t fetch_copy(struct gw_inode *ino, struct gw_fetch *f,
+			  char *buf, size_t size, uint64_t off)
+{
+	struct gw_fetch *freeme = NULL;
+	ssize_t ret;
+
+	pthread_mutex_lock(&ino->lock);
+	while (!f->done)
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	if (f->err) {
+		ret = f->err;
+	} else if (off >= f->off + f->got) {
+		ret = 0;	/* at or past the end of the file */
+	} else {
+		size_t skip = (size_t)(off - f->off);
+		size_t have = f->got - skip;
+
+		ret = (ssize_t)(have < size ? have : size);
+		memcpy(buf, f->buf + skip, (size_t)ret);
+	}
+	fetch_unref_locked(f, &freeme);
+	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
 	return ret;
 }
 
-void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	     struct gw_file *f, size_t size, off_t off)
+/* Sequential access grows the readahead window; a seek resets it. */
+static size_t readahead_for(struct gw *gw, struct gw_inode *ino,
+			    uint64_t off, size_t size, uint64_t bs)
 {
-	uint64_t uoff = (uint64_t)off, bs, start, end;
+	size_t win;
+
+	pthread_mutex_lock(&ino->lock);
+	if (off == ino->ra_next && off != 0) {
+		ino->ra_win = ino->ra_win ? ino->ra_win * 2 : bs;
+		if (ino->ra_win > gw->o->readahead)
+			ino->ra_win = gw->o->readahead;
+	} else if (off != ino->ra_next) {
+		ino->ra_win = 0;
+	}
+	ino->ra_next = off + size;
+	win = ino->ra_win;
+	pthread_mutex_unlock(&ino->lock);
+	return win;
+}
+
+void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+	     struct gw_file *fl, size_t size, off_t off)
+{
+	uint64_t uoff = (uint64_t)off, bs, start, end, ra_end, fsize;
+	struct gw_fetch *f, *ra = NULL;
 	struct cache_obj *obj;
 	struct nfsc_attr a;
-	bool has_attr = false;
-	char *buf, *old;
 	ssize_t got;
-	size_t skip, n;
+	size_t win;
+	char *buf;
 
 	pthread_mutex_lock(&ino->lock);
 	obj = ino->obj;
 	pthread_mutex_unlock(&ino->lock);
-
 	buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	win = readahead_for(gw, ino, uoff, size, cache_block_size(gw->cache));
 	/* 1. the cache */
 	if (obj) {
 		got = cache_read(obj, buf, size, uoff);
 		if (got >= 0)
 			goto reply;
 	}
-	/* 2. the last fetch */
-	got = from_fetch(ino, buf, size, uoff);
-	if (got >= 0)
-		goto reply;
-	free(buf);
-
-	/* 3. the origin, whole cache blocks */
-	bs = gw->cache ? cache_block_size(gw->cache) : 4096;
-	start = uoff & ~(bs - 1);
-	end = (uoff + size + bs - 1) & ~(bs - 1);
-	buf = malloc(end - start);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	got = nfsc_pread(gw->nfs, &f->cred, &ino->fh, buf, end - start, start,
-			 &a, &has_attr);
-	if (has_attr)
-		gw_inode_set_attr(ino, &a);
-	if (got < 0) {
-		fuse_reply_err(req, (int)-got);
-		free(buf);
-		return;
-	}
-	skip = (size_t)(uoff - start);
-	n = (size_t)got > skip ? (size_t)got - skip : 0;
-	fuse_reply_buf(req, buf + skip, n < size ? n : size);
-	/* Whole blocks, or the tail of the file: the cache takes a copy. */
-	if (obj && got > 0)
-		cache_fill(obj, buf, (size_t)got, start);
+	/* 2. a fetch in flight or just done */
 	pthread_mutex_lock(&ino->lock);
-	old = ino->fetch;
-	ino->fetch = buf;
-	ino->fetch_off = start;
-	ino->fetch_len = (size_t)got;
-	ino->fetch_eof = (uint64_t)got < end - start;
+	f = fetch_find_locked(ino, uoff, size);
 	pthread_mutex_unlock(&ino->lock);
-	free(old);
-	return;
-
+	if (!f) {
+		/* 3. the origin: the blocks this read needs, now ... */
+		bs = cache_block_size(gw->cache);
+		start = uoff & ~(bs - 1);
+		end = (uoff + size + bs - 1) & ~(bs - 1);
+		f = fetch_start(gw, ino, &fl->cred, start, end - start);
+		if (!f) {
+			free(buf);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		/* ... and what a sequential reader will want next, without
+		 * waiting for it; never past the known end of the file. */
+		fsize = (gw_inode_cached_attr(gw, ino, &a) == 0) ? a.size :
+			UINT64_MAX;
+		ra_end = end + win;
+		if (ra_end > fsize)
+			ra_end = (fsize + bs - 1) & ~(bs - 1);
+		if (win && ra_end > end &&
+		    !(obj && cache_present(obj, end, ra_end - end))) {
+			pthread_mutex_lock(&ino->lock);
+			ra = fetch_find_locked(ino, end, 1);
+			pthread_mutex_unlock(&ino->lock);
+			if (!ra)
+				ra = fetch_start(gw, ino, &fl->cred, end,
+						 ra_end - end);
+			if (ra)
+				fetch_put(ino, ra);
+		}
+	}
+	got = fetch_copy(ino, f, buf, size, uoff);
+	trim(ino);
+	if (got < 0) {
+		free(buf);
+		fuse_reply_err(req, (int)-got);
+		return;
+	}
 reply:
 	fuse_reply_buf(req, buf, (size_t)got);
 	free(buf);
+}
+
+void gw_inode_drop_fetch(struct gw_inode *ino)
+{
+	struct gw_fetch *freeme = NULL, *f, *next;
+
+	pthread_mutex_lock(&ino->lock);
+	/* In-flight fetches stay until done (their READs point into them);
+	 * completed ones go. Waiting for the in-flight ones here means no
+	 * READ callback touches the inode after its last release. */
+	for (;;) {
+		bool busy = false;
+
+		for (f = ino->fetches; f; f = f->next)
+			busy |= !f->done;
+		if (!busy)
+			break;
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	}
+	f = ino->fetches;
+	ino->fetches = NULL;
+	for (; f; f = next) {
+		next = f->next;
+		fetch_unref_locked(f, &freeme);
+	}
+	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
 }
