@@ -360,9 +360,15 @@ static void rdp_done(struct rpc_context *rpc, int status, void *data,
 	if (!ret) {
 		READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
 
-		for (e = ok->reply.entries; e && !ret; e = e->nextentry) {
-			ret = dirlist_push(r->u.rdp.list, e);
-			*r->u.rdp.cookie = e->cookie;
+		/* libnfs may decode entries at unaligned addresses: copy
+		 * each one out before touching its fields. */
+		for (e = ok->reply.entries; e && !ret;) {
+			entryplus3 ent;
+
+			memcpy(&ent, e, sizeof(ent));
+			ret = dirlist_push(r->u.rdp.list, &ent);
+			*r->u.rdp.cookie = ent.cookie;
+			e = ent.nextentry;
 		}
 		memcpy(r->u.rdp.verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
 		*r->u.rdp.eof = ok->reply.eof;

@@ -1,0 +1,599 @@
+# shellcheck shell=bash
+# tests/lib/origin.sh — test harness for cachegw: loopback NFS origins
+# (nfs-ganesha, VFS FSAL) on 127.0.0.1, gateway mounts, and cleanup of
+# everything started.  Source it, then install the cleanup trap:
+#
+#   . "$(dirname "$0")/../lib/origin.sh"
+#   trap harness_cleanup EXIT
+#
+# Everything this file starts is registered and stopped by pid in
+# harness_cleanup; nothing is ever stopped by name.
+#
+# Functions:
+#   harness_require_root                 exit 77 unless root + ganesha present
+#   harness_require_gateway              exit 77 unless $CACHEGW is executable
+#   harness_tmpdir                       print a new temp dir (removed at exit)
+#   harness_register_pid PID             kill PID at cleanup (TERM, then KILL)
+#   harness_register_mount MNT           unmount MNT at cleanup
+#   harness_register_dir DIR             rm -rf DIR at cleanup (one file system)
+#   harness_cleanup                      the EXIT trap
+#   origin_start NAME DIR NFS_PORT MNT_PORT
+#                                        export DIR as /NAME; sets
+#                                        ${NAME^^}_URL, _URLQ, _PID, _DIR, _LOG
+#   origin_stop NAME                     stop that ganesha, wait for exit
+#   origin_url NAME PATH                 URL of PATH inside NAME's export
+#   mount_gateway URL MNT [OPTS]         start "$CACHEGW URL MNT -f -o OPTS"
+#                                        (stderr -> $GW_LOG), wait for mount;
+#                                        sets GW_PID, GW_LOG, GW_MNT
+#   unmount_gateway MNT                  fusermount3 -u, wait for exit (20 s),
+#                                        fail on non-zero exit / sanitizer log
+#   is_mounted MNT                       true if MNT is a mount point (reads
+#                                        /proc/self/mountinfo; never stats MNT)
+#   sanitizer_check LOG                  fail if LOG holds an ASan/UBSan/LSan report
+#   fill_tree DIR                        fill DIR with the varied test tree
+#   tree_manifest DIR [--mtime]          sorted manifest of DIR for diffing
+#
+# Ports (override with the environment for a second concurrent run):
+ORIGIN_NFS_PORT=${CACHEGW_ORIGIN_NFS_PORT:-20490}
+ORIGIN_MNT_PORT=${CACHEGW_ORIGIN_MNT_PORT:-20491}
+REEXPORT_NFS_PORT=${CACHEGW_REEXPORT_NFS_PORT:-20590}
+REEXPORT_MNT_PORT=${CACHEGW_REEXPORT_MNT_PORT:-20591}
+
+_HARNESS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${CACHEGW:=$_HARNESS_ROOT/build/gateway/cachegw}"
+export CACHEGW
+
+# Names of the big file and the 300-file directory made by fill_tree.
+FILL_BIG=big.bin
+FILL_BIG_SIZE=$((33 * 1048576 + 12345))
+FILL_MANY=many
+FILL_MANY_COUNT=300
+
+_HARNESS_PIDS=()
+_HARNESS_MOUNTS=()
+_HARNESS_DIRS=()
+_HARNESS_ORIGINS=()
+_HARNESS_RPCBIND_PID=
+_HARNESS_CLEANED=
+
+hlog() { printf '[harness] %s\n' "$*" >&2; }
+
+harness_require_root() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "SKIP: needs root (ganesha, FUSE mounts)" >&2
+		exit 77
+	fi
+	local b
+	for b in ganesha.nfsd rpcbind rpcinfo nfs-ls nfs-cat fusermount3; do
+		if ! command -v "$b" >/dev/null 2>&1; then
+			echo "SKIP: $b not installed" >&2
+			exit 77
+		fi
+	done
+}
+
+harness_require_gateway() {
+	if [ ! -x "$CACHEGW" ]; then
+		echo "SKIP: gateway binary $CACHEGW not built" >&2
+		exit 77
+	fi
+}
+
+# One private temp dir per test process, made when this file is sourced (so
+# that $(harness_tmpdir) in a subshell still lands under it); removed by
+# harness_cleanup.  HARNESS_NO_TMP=1 (tools/test) skips it: then only the
+# pid helpers and harness_reap are usable.
+# Everything registered is also written to $_HARNESS_TMP/.registry, so that a
+# runner can clean up after a test that was killed (harness_reap).
+if [ -z "${HARNESS_NO_TMP:-}" ]; then
+	_HARNESS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cachegw-test.XXXXXX") || return 1
+	chmod 0755 "$_HARNESS_TMP"
+	_HARNESS_DIRS+=("$_HARNESS_TMP")
+	HARNESS_TMP=$_HARNESS_TMP
+fi
+
+_harness_base() { printf '%s\n' "$_HARNESS_TMP"; }
+
+# harness_tmpdir [PREFIX]: print a new directory under the harness temp dir.
+harness_tmpdir() {
+	local d
+	d=$(mktemp -d "$_HARNESS_TMP/${1:-tmp}.XXXXXX") || return 1
+	chmod 0755 "$d"
+	printf '%s\n' "$d"
+}
+
+# Start time of a pid (clock ticks since boot): with the pid, an identity
+# that survives exec and cannot be confused with a recycled pid.
+pid_starttime() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
+}
+
+_harness_record() { # TYPE VALUE
+	local extra=
+	[ -n "${_HARNESS_TMP:-}" ] || return 0
+	case $1 in pid) extra=$(pid_starttime "$2") ;; esac
+	printf '%s\t%s\t%s\n' "$1" "$2" "$extra" >>"$_HARNESS_TMP/.registry"
+}
+
+harness_register_pid() { _HARNESS_PIDS+=("$1"); _harness_record pid "$1"; }
+harness_register_mount() { _HARNESS_MOUNTS+=("$1"); _harness_record mount "$1"; }
+harness_register_dir() { _HARNESS_DIRS+=("$1"); }
+
+# Alive and not a zombie.
+pid_alive() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# Wait up to $2 seconds (default 10) for pid $1 to exit.
+pid_wait_exit() {
+	local pid=$1 t=$(( ${2:-10} * 10 )) i
+	for ((i = 0; i < t; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.1
+	done
+	! pid_alive "$pid"
+}
+
+# TERM, wait, KILL; reap if it is our child.  Only ever by pid.
+pid_stop() {
+	local pid=$1 grace=${2:-10}
+	[ -n "$pid" ] || return 0
+	if pid_alive "$pid"; then
+		kill -TERM "$pid" 2>/dev/null
+		if ! pid_wait_exit "$pid" "$grace"; then
+			hlog "pid $pid did not exit on TERM within ${grace}s; KILL"
+			kill -KILL "$pid" 2>/dev/null
+			pid_wait_exit "$pid" 5
+		fi
+	fi
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# Mount point test without touching the file system behind it (a hung FUSE
+# daemon would hang stat()).  mountinfo escapes space, tab, newline, backslash.
+_mnt_escape() {
+	local p=$1
+	p=${p//\\/\\134}
+	p=${p// /\\040}
+	p=${p//$'\t'/\\011}
+	p=${p//$'\n'/\\012}
+	printf '%s' "$p"
+}
+
+is_mounted() {
+	local m
+	m=$(realpath -m "$1") || return 1
+	m=$(_mnt_escape "$m")
+	awk -v m="$m" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# Mounts at or below a directory (used before rm -rf).
+_mounts_below() {
+	local d
+	d=$(_mnt_escape "$(realpath -m "$1")")
+	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo
+}
+
+_harness_unmount() {
+	local m=$1 i
+	is_mounted "$m" || return 0
+	for i in 1 2 3 4 5; do
+		fusermount3 -u -q "$m" 2>/dev/null || umount "$m" 2>/dev/null
+		is_mounted "$m" || return 0
+		sleep 0.5
+	done
+	hlog "lazy unmount of $m"
+	fusermount3 -u -z -q "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+	is_mounted "$m" && { hlog "could not unmount $m"; return 1; }
+	return 0
+}
+
+harness_cleanup() {
+	local rc=$? i m d
+	[ -n "$_HARNESS_CLEANED" ] && return $rc
+	_HARNESS_CLEANED=1
+	trap - INT TERM
+	# Mounts first (newest first): this also makes a gateway exit.
+	for ((i = ${#_HARNESS_MOUNTS[@]} - 1; i >= 0; i--)); do
+		_harness_unmount "${_HARNESS_MOUNTS[i]}"
+	done
+	# Then processes we registered (gateways, helpers), newest first.
+	for ((i = ${#_HARNESS_PIDS[@]} - 1; i >= 0; i--)); do
+		pid_stop "${_HARNESS_PIDS[i]}" 10
+	done
+	# Origins, then rpcbind if (and only if) we started it.
+	for ((i = ${#_HARNESS_ORIGINS[@]} - 1; i >= 0; i--)); do
+		origin_stop "${_HARNESS_ORIGINS[i]}"
+	done
+	if [ -n "$_HARNESS_RPCBIND_PID" ]; then
+		pid_stop "$_HARNESS_RPCBIND_PID" 5
+		_HARNESS_RPCBIND_PID=
+	fi
+	for ((i = ${#_HARNESS_DIRS[@]} - 1; i >= 0; i--)); do
+		d=${_HARNESS_DIRS[i]}
+		[ -e "$d" ] || continue
+		m=$(_mounts_below "$d")
+		if [ -n "$m" ]; then
+			hlog "not removing $d: still mounted: $m"
+			continue
+		fi
+		chmod -R u+rwX "$d" 2>/dev/null
+		rm -rf --one-file-system "$d"
+	done
+	return $rc
+}
+
+# harness_reap DIR: clean up after test processes that could not run their
+# own cleanup (killed): for every DIR/cachegw-test.*/.registry, unmount its
+# mounts, stop its processes (only if pid and start time still match), and
+# remove the temp dir.  Prints what it had to clean; returns 1 if anything
+# was still mounted or running.
+harness_reap() {
+	local root=$1 reg base type val extra i left=0
+	local -a lines
+	for reg in "$root"/cachegw-test.*/.registry; do
+		[ -f "$reg" ] || continue
+		base=$(dirname "$reg")
+		mapfile -t lines <"$reg"
+		for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+			IFS=$'\t' read -r type val extra <<<"${lines[i]}"
+			[ "$type" = mount ] || continue
+			if is_mounted "$val"; then
+				echo "reap: unmounting $val"
+				left=1
+				_harness_unmount "$val"
+			fi
+		done
+		for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+			IFS=$'\t' read -r type val extra <<<"${lines[i]}"
+			[ "$type" = pid ] || continue
+			if pid_alive "$val" && [ "$(pid_starttime "$val")" = "$extra" ]; then
+				echo "reap: stopping pid $val ($(tr '\0' ' ' <"/proc/$val/cmdline" | cut -c1-120))"
+				left=1
+				pid_stop "$val" 10
+			fi
+		done
+		if [ -n "$(_mounts_below "$base")" ]; then
+			echo "reap: not removing $base: still mounted"
+		else
+			chmod -R u+rwX "$base" 2>/dev/null
+			rm -rf --one-file-system "$base"
+		fi
+	done
+	return $left
+}
+
+# A signal ends the script through exit, so the EXIT trap runs.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --------------------------------------------------------------------------
+# rpcbind and ganesha
+
+_port_listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+_rpcbind_up() {
+	rpcinfo -p 127.0.0.1 >/dev/null 2>&1
+}
+
+harness_rpcbind_ensure() {
+	local i pid
+	_rpcbind_up && return 0
+	rpcbind -f -w >/dev/null 2>&1 &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		if _rpcbind_up; then
+			# Another harness may have won a race; only own what runs.
+			if pid_alive "$pid"; then
+				_HARNESS_RPCBIND_PID=$pid
+				_harness_record pid "$pid"
+			fi
+			return 0
+		fi
+		pid_alive "$pid" || break
+		sleep 0.1
+	done
+	_rpcbind_up && return 0
+	pid_stop "$pid" 2
+	hlog "rpcbind did not start"
+	return 1
+}
+
+_upper() { printf '%s' "${1^^}"; }
+
+# origin_url NAME [PATH]: URL for PATH (relative to the export root).
+origin_url() {
+	local v p=${2:-} up np mp
+	p=${p#/}
+	up=$(_upper "$1")
+	v=${up}_NFS_PORT_USED
+	np=${!v:-}
+	v=${up}_MNT_PORT_USED
+	mp=${!v:-}
+	if [ -n "$p" ]; then
+		printf 'nfs://127.0.0.1/%s/%s?nfsport=%s&mountport=%s\n' "$1" "$p" "$np" "$mp"
+	else
+		printf 'nfs://127.0.0.1/%s?nfsport=%s&mountport=%s\n' "$1" "$np" "$mp"
+	fi
+}
+
+# origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT
+# Exports EXPORT_DIR as /NAME (NFSv3 mounts by pseudo path). Sets, with
+# N=${NAME^^}: N_URL (export URL), N_PID, N_DIR (exported dir), N_LOG,
+# N_STATE (per-instance dir holding config, log, recovery state).
+origin_start() {
+	local name=$1 dir=$2 nport=$3 mport=$4
+	local up state conf log pid i url
+	if [ $# -ne 4 ] || [[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]]; then
+		hlog "usage: origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT"
+		return 2
+	fi
+	up=$(_upper "$name")
+	dir=$(realpath "$dir") || return 1
+	for i in "$nport" "$mport"; do
+		if _port_listening "$i"; then
+			hlog "port $i already in use (another test run?): $(ss -Hltnp "sport = :$i" | head -1)"
+			return 1
+		fi
+	done
+	harness_rpcbind_ensure || return 1
+	state=$(harness_tmpdir "ganesha-$name") || return 1
+	mkdir -p "$state/recovery"
+	conf=$state/ganesha.conf
+	log=$state/ganesha.log
+	cat >"$conf" <<-EOF
+	NFS_CORE_PARAM {
+		NFS_Port = $nport;
+		MNT_Port = $mport;
+		Bind_addr = 127.0.0.1;
+		Enable_NLM = false;
+		Enable_RQUOTA = false;
+		Enable_UDP = false;
+		Protocols = 3, 4;
+		# NFSv3 MOUNT by the pseudo path (/$name) instead of the real path.
+		Mount_Path_Pseudo = true;
+	}
+	NFSV4 {
+		Graceless = true;
+		RecoveryBackend = fs;
+		RecoveryRoot = "$state/recovery";
+	}
+	NFS_KRB5 { Active_krb5 = false; }
+	EXPORT_DEFAULTS {
+		SecType = sys;
+		Squash = No_Root_Squash;
+	}
+	EXPORT {
+		Export_Id = 1;
+		Path = "$dir";
+		Pseudo = "/$name";
+		Access_Type = RW;
+		Squash = No_Root_Squash;
+		SecType = sys;
+		Protocols = 3, 4;
+		Transports = TCP;
+		# Tests change the exported dir behind ganesha's back: do not
+		# cache attributes (default 60 s), so changes are seen at once.
+		Attr_Expiration_Time = 0;
+		FSAL { Name = VFS; }
+	}
+	EOF
+	ganesha.nfsd -F -f "$conf" -L "$log" -p "$state/ganesha.pid" -N NIV_EVENT \
+		>"$state/stdout" 2>&1 </dev/null &
+	pid=$!
+	_HARNESS_ORIGINS+=("$name")
+	_harness_record pid "$pid"
+	printf -v "${up}_PID" '%s' "$pid"
+	printf -v "${up}_DIR" '%s' "$dir"
+	printf -v "${up}_LOG" '%s' "$log"
+	printf -v "${up}_STATE" '%s' "$state"
+	printf -v "${up}_NFS_PORT_USED" '%s' "$nport"
+	printf -v "${up}_MNT_PORT_USED" '%s' "$mport"
+	url=$(origin_url "$name")
+	printf -v "${up}_URL" '%s' "$url"
+	export "${up}_URL" "${up}_DIR"
+	for ((i = 0; i < 200; i++)); do
+		if ! pid_alive "$pid"; then
+			hlog "ganesha ($name) exited during start-up; log:"
+			tail -n 20 "$log" "$state/stdout" >&2 2>/dev/null
+			return 1
+		fi
+		if _port_listening "$nport" && _port_listening "$mport" &&
+			timeout 10 nfs-ls "$url" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	hlog "ganesha ($name) did not answer on $url within 20 s; log:"
+	tail -n 20 "$log" >&2
+	return 1
+}
+
+origin_stop() {
+	local up v pid
+	up=$(_upper "$1")
+	v=${up}_PID
+	pid=${!v:-}
+	[ -n "$pid" ] || return 0
+	pid_stop "$pid" 15
+	printf -v "$v" '%s' ""
+	return 0
+}
+
+# --------------------------------------------------------------------------
+# Gateway
+
+SANITIZER_PATTERN='ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|SUMMARY: UndefinedBehaviorSanitizer'
+
+sanitizer_check() {
+	if grep -Eq "$SANITIZER_PATTERN" "$1" 2>/dev/null; then
+		hlog "sanitizer report in $1:"
+		grep -E -A 30 "$SANITIZER_PATTERN" "$1" | head -n 60 >&2
+		return 1
+	fi
+	return 0
+}
+
+# mount_gateway URL MNT [OPTS]: run the gateway in the foreground (-f) in the
+# background, stderr to GW_LOG; wait up to 20 s for the mount.
+mount_gateway() {
+	local url=$1 mnt=$2 opts=${3:-} i logdir
+	logdir=$(_harness_base) || return 1
+	GW_LOG=$(mktemp "$logdir/gateway.XXXXXX.log")
+	GW_MNT=$mnt
+	if [ -n "$opts" ]; then
+		"$CACHEGW" "$url" "$mnt" -f -o "$opts" </dev/null >>"$GW_LOG" 2>&1 &
+	else
+		"$CACHEGW" "$url" "$mnt" -f </dev/null >>"$GW_LOG" 2>&1 &
+	fi
+	GW_PID=$!
+	harness_register_mount "$mnt"
+	harness_register_pid "$GW_PID"
+	for ((i = 0; i < 200; i++)); do
+		if is_mounted "$mnt"; then
+			return 0
+		fi
+		if ! pid_alive "$GW_PID"; then
+			wait "$GW_PID" 2>/dev/null
+			hlog "gateway exited (status $?) before mounting; its log:"
+			tail -n 20 "$GW_LOG" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	hlog "gateway did not mount $mnt within 20 s; its log:"
+	tail -n 20 "$GW_LOG" >&2
+	return 1
+}
+
+# unmount_gateway [MNT [PID [LOG]]] (defaults: the last mount_gateway).
+# Fails if the unmount fails, the gateway does not exit within 20 s, exits
+# non-zero, or its log holds a sanitizer report.
+unmount_gateway() {
+	local mnt=${1:-$GW_MNT} pid=${2:-$GW_PID} log=${3:-$GW_LOG} st=0 rc=0 i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		fusermount3 -u "$mnt" 2>/dev/null && break
+		is_mounted "$mnt" || break
+		sleep 0.5
+	done
+	if is_mounted "$mnt"; then
+		hlog "fusermount3 -u $mnt failed"
+		fusermount3 -u "$mnt" >&2
+		rc=1
+	fi
+	if ! pid_wait_exit "$pid" 20; then
+		hlog "gateway pid $pid still running 20 s after unmount"
+		rc=1
+		pid_stop "$pid" 5
+	fi
+	wait "$pid" 2>/dev/null
+	st=$?
+	if [ "$st" != 0 ] && [ "$st" != 127 ]; then
+		hlog "gateway exited with status $st; log tail:"
+		tail -n 20 "$log" >&2
+		rc=1
+	fi
+	sanitizer_check "$log" || rc=1
+	return $rc
+}
+
+# --------------------------------------------------------------------------
+# Test data
+
+_rand() { head -c "$2" /dev/urandom >"$1"; }
+
+fill_tree() {
+	local d=$1 i
+	mkdir -p "$d" || return 1
+	(
+		set -e
+		cd "$d"
+		umask 022
+		: >empty
+		printf 'x' >one_byte
+		_rand edge_64k_minus_1 $((65536 - 1))
+		_rand edge_64k $((65536))
+		_rand edge_64k_plus_1 $((65536 + 1))
+		_rand edge_1m_minus_1 $((1048576 - 1))
+		_rand edge_1m $((1048576))
+		_rand edge_1m_plus_1 $((1048576 + 1))
+		_rand "$FILL_BIG" "$FILL_BIG_SIZE"
+		# A sparse file: 3 MiB, data only in the middle.
+		truncate -s 3M sparse.bin
+		head -c 4096 /dev/urandom | dd of=sparse.bin bs=4096 seek=300 conv=notrunc status=none
+		mkdir "$FILL_MANY"
+		for ((i = 0; i < FILL_MANY_COUNT; i++)); do
+			printf -v n '%s/f%03d' "$FILL_MANY" "$i"
+			# sizes 1..300*7 bytes, distinct content
+			printf '%0*d\n' $((i * 7)) "$i" >"$n"
+		done
+		mkdir -p nested/l1/l2/l3/l4
+		printf 'level0\n' >nested/file0
+		printf 'level1\n' >nested/l1/file1
+		printf 'level2\n' >nested/l1/l2/file2
+		printf 'level3\n' >nested/l1/l2/l3/file3
+		printf 'level4 leaf\n' >nested/l1/l2/l3/l4/leaf
+		mkdir nested/empty_dir
+		ln -s one_byte link_to_file
+		ln -s nested/l1 link_to_dir
+		ln -s ../../../edge_64k nested/l1/l2/link_up
+		ln -s does/not/exist dangling_link
+		ln -s /etc/hostname absolute_link
+		printf 'secret\n' >mode_0640
+		chmod 0640 mode_0640
+		printf '#!/bin/sh\necho hi\n' >mode_0755
+		chmod 0755 mode_0755
+		mkdir dir_0750
+		printf 'inside\n' >dir_0750/file
+		chmod 0750 dir_0750
+		printf 'spaces\n' >'name with spaces.txt'
+		mkdir 'dir with spaces'
+		printf 'x\n' >'dir with spaces/file'
+		printf 'utf8\n' >'ünïcödé-名前.txt'
+	)
+}
+
+# tree_manifest DIR [--mtime]: one line per entry, sorted (C locale):
+#   path<TAB>type<TAB>mode<TAB>size-or-target<TAB>sha256[<TAB>mtime]
+# type f/d/l; size and sha256 for files, target for symlinks, '-' otherwise.
+# Owners and atimes are left out; mtime (seconds) only with --mtime.
+tree_manifest() {
+	local dir=$1 with_mtime=${2:-} p y m s l t sum
+	(
+		cd "$dir" || exit 1
+		find . -mindepth 1 -printf '%P\0%y\0%m\0%s\0%l\0%T@\0' |
+			while IFS= read -r -d '' p && IFS= read -r -d '' y &&
+				IFS= read -r -d '' m && IFS= read -r -d '' s &&
+				IFS= read -r -d '' l && IFS= read -r -d '' t; do
+				case $y in
+				f)
+					sum=$(sha256sum <"./$p") || sum='READ-ERROR  -'
+					sum=${sum%% *}
+					;;
+				l) s=$l sum=- ;;
+				*) s=- sum=- ;;
+				esac
+				if [ "$with_mtime" = --mtime ]; then
+					printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "$y" "$m" "$s" "$sum" "${t%%.*}"
+				else
+					printf '%s\t%s\t%s\t%s\t%s\n' "$p" "$y" "$m" "$s" "$sum"
+				fi
+			done
+	) | LC_ALL=C sort
+}
+# Exported so that it can run under timeout(1):
+#   timeout 120 bash -c 'tree_manifest "$1"' _ "$mnt"
+export -f tree_manifest
+
+# harness_timeout SECS FUNCTION ARGS...: run an exported function (or any
+# command) under timeout(1), which kills its whole process group.
+harness_timeout() {
+	local t=$1
+	shift
+	timeout -k 5 "$t" bash -c '"$@"' _ "$@"
+}
