@@ -60,6 +60,9 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *o);
 void gw_opts_free(struct gw_opts *o);
 void gw_usage(const char *prog);
 
+/* ---- main.c ---- */
+void gw_set_kernel_readahead(const struct gw_opts *o);
+
 /* ---- log.c ---- */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Route stderr to syslog (or logfile) once the daemon has detached. */
@@ -231,6 +234,7 @@ struct gw {
 	struct cache *cache;
 	struct cache_nodes *nodes;	/* persistent node-id table */
 	uint32_t generation;		/* FUSE generation of every node-id */
+	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;
 	struct gw_itable it;
 	/* control socket */

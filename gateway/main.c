@@ -7,6 +7,8 @@
  * after it was started.
  */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -166,6 +168,52 @@ static int open_cache(struct gw *gw)
 	return 0;
 }
 
+/* The kernel's readahead for a FUSE mount is its bdi's read_ahead_kb (128
+ * by default): the size of the read requests we get for sequential reads.
+ * Raise it to readahead=, so a sequential reader sends 1 MiB requests and
+ * several at a time. Called once the kernel has processed our INIT reply
+ * (which can only lower it): at the first open. Found through
+ * /proc/self/mountinfo, since a stat() of the mountpoint would ask
+ * ourselves. */
+void gw_set_kernel_readahead(const struct gw_opts *o)
+{
+	char line[4096], mnt[PATH_MAX], path[128], *real;
+	unsigned maj, min;
+	FILE *f;
+	bool found = false;
+
+	real = realpath(o->mountpoint, NULL);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!real || !f)
+		goto out;
+	/* Later lines are newer mounts: the last match is ours. */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned a, b;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) == 3 &&
+		    !strcmp(mnt, real) && strstr(line, "fuse.cachegw")) {
+			maj = a;
+			min = b;
+			found = true;
+		}
+	}
+	if (found) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+		fclose(f);
+		f = fopen(path, "w");
+		if (!f || fprintf(f, "%llu\n", (unsigned long long)
+				  (o->readahead / 1024 ? o->readahead / 1024 :
+				   4)) < 0)
+			gw_log("cannot set %s: %s (kernel readahead stays "
+			       "small)", path, strerror(errno));
+	}
+out:
+	if (f)
+		fclose(f);
+	free(real);
+}
+
 static int run(struct gw_opts *o)
 {
 	struct gw gw = {
@@ -269,6 +317,11 @@ int main(int argc, char **argv)
 {
 	struct gw_opts o;
 	int ret;
+
+	/* Read buffers of up to a few MiB come and go all the time: keep
+	 * them in the heap instead of a fresh, page-faulting mmap each. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
 	ret = gw_opts_parse(argc, argv, &o);
 	if (ret) {

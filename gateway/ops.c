@@ -378,6 +378,8 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	struct gw_file *f;
 	int ret, mask;
 
+	if (!__atomic_exchange_n(&gw->readahead_set, 1, __ATOMIC_RELAXED))
+		gw_set_kernel_readahead(gw->o);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;

@@ -227,31 +227,28 @@ static void fetch_put(struct gw_inode *ino, struct gw_fetch *f)
 	fetch_free_list(freeme);
 }
 
-/* Wait for f, copy [off, off+size) from it. Drops the reference. */
-static ssize_t fetch_copy(struct gw_inode *ino, struct gw_fetch *f,
-			  char *buf, size_t size, uint64_t off)
+/* Wait for f; reply to req with [off, off+size) straight from its buffer
+ * (our reference keeps it alive meanwhile), then drop the reference. */
+static void fetch_reply(fuse_req_t req, struct gw_inode *ino,
+			struct gw_fetch *f, size_t size, uint64_t off)
 {
-	struct gw_fetch *freeme = NULL;
-	ssize_t ret;
+	size_t skip, have;
 
 	pthread_mutex_lock(&ino->lock);
 	while (!f->done)
 		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
-	if (f->err) {
-		ret = f->err;
-	} else if (off >= f->off + f->got) {
-		ret = 0;	/* at or past the end of the file */
-	} else {
-		size_t skip = (size_t)(off - f->off);
-		size_t have = f->got - skip;
-
-		ret = (ssize_t)(have < size ? have : size);
-		memcpy(buf, f->buf + skip, (size_t)ret);
-	}
-	fetch_unref_locked(f, &freeme);
 	pthread_mutex_unlock(&ino->lock);
-	fetch_free_list(freeme);
-	return ret;
+	/* done is final: err, got and buf no longer change. */
+	if (f->err) {
+		fuse_reply_err(req, -f->err);
+	} else if (off >= f->off + f->got) {
+		fuse_reply_buf(req, NULL, 0);	/* at or past the end */
+	} else {
+		skip = (size_t)(off - f->off);
+		have = f->got - skip;
+		fuse_reply_buf(req, f->buf + skip, have < size ? have : size);
+	}
+	fetch_put(ino, f);
 }
 
 /* Sequential access grows the readahead window; a seek resets it. */
@@ -288,17 +285,21 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	pthread_mutex_lock(&ino->lock);
 	obj = ino->obj;
 	pthread_mutex_unlock(&ino->lock);
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	win = readahead_for(gw, ino, uoff, size, cache_block_size(gw->cache));
+	bs = cache_block_size(gw->cache);
+	win = readahead_for(gw, ino, uoff, size, bs);
 	/* 1. the cache */
 	if (obj) {
+		buf = malloc(size ? size : 1);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
 		got = cache_read(obj, buf, size, uoff);
 		if (got >= 0)
-			goto reply;
+			fuse_reply_buf(req, buf, (size_t)got);
+		free(buf);
+		if (got >= 0)
+			return;
 	}
 	/* 2. a fetch in flight or just done */
 	pthread_mutex_lock(&ino->lock);
@@ -306,12 +307,10 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	pthread_mutex_unlock(&ino->lock);
 	if (!f) {
 		/* 3. the origin: the blocks this read needs, now ... */
-		bs = cache_block_size(gw->cache);
 		start = uoff & ~(bs - 1);
 		end = (uoff + size + bs - 1) & ~(bs - 1);
 		f = fetch_start(gw, ino, &fl->cred, start, end - start);
 		if (!f) {
-			free(buf);
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
@@ -334,16 +333,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 				fetch_put(ino, ra);
 		}
 	}
-	got = fetch_copy(ino, f, buf, size, uoff);
+	fetch_reply(req, ino, f, size, uoff);
 	trim(ino);
-	if (got < 0) {
-		free(buf);
-		fuse_reply_err(req, (int)-got);
-		return;
-	}
-reply:
-	fuse_reply_buf(req, buf, (size_t)got);
-	free(buf);
 }
 
 void gw_inode_drop_fetch(struct gw_inode *ino)
