@@ -101,7 +101,8 @@ void cache_obj_invalidate(struct cache_obj *o);
  * and pass its checksum; a block that fails is dropped (counted in
  * corrupt_blocks, one log line). Returns the bytes read (len clipped at the
  * object size), or -ENODATA if any touched block is absent or was dropped,
- * or another -errno on an I/O error (the object is then dropped). */
+ * or another -errno on an I/O error (the object is then dropped).
+ * Whole blocks read into a 4 KiB-aligned buf need no bounce copy. */
 ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off);
 
 /* Are all blocks [off, off+len) touches marked present (not verified:

@@ -103,7 +103,7 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size;
 	uint64_t size, first, n, salt, gen, useq, *csums = NULL;
-	void *bounce = NULL;
+	void *bounce = NULL, *data;
 	bool direct, bad = false;
 	int fd, meta_fd;
 	ssize_t ret;
@@ -143,13 +143,18 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 
 	/* 2. Data and checksums. */
 	ret = -ENOMEM;
-	bounce = cache_alloc_aligned(n * bs);
+	/* Whole blocks into an aligned buffer: read straight into it. */
+	if (off == first * bs && len == n * bs &&
+	    (uintptr_t)buf % CACHE_DIO_ALIGN == 0)
+		data = buf;
+	else
+		data = bounce = cache_alloc_aligned(n * bs);
 	csums = malloc(n * 8);
-	if (!bounce || !csums)
+	if (!data || !csums)
 		goto out;
 	ret = cache_load_csums(c, meta_fd, first, n, csums);
 	if (!ret)
-		ret = read_blocks(c, fd, direct, first, n, size, bounce);
+		ret = read_blocks(c, fd, direct, first, n, size, data);
 	if (ret < 0) {
 		pthread_mutex_lock(&o->lock);
 		if (o->gen == gen)
@@ -163,7 +168,7 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		uint64_t b = first + i;
 		uint64_t blen = (b + 1) * bs <= size ? bs : size - b * bs;
 
-		if (cache_block_csum(salt, b, (char *)bounce + i * bs, blen) ==
+		if (cache_block_csum(salt, b, (char *)data + i * bs, blen) ==
 		    csums[i])
 			continue;
 		bad = true;
@@ -186,7 +191,8 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		STAT_ADD(c, miss_bytes, len);
 		goto out;
 	}
-	memcpy(buf, (char *)bounce + (off - first * bs), len);
+	if (data != buf)
+		memcpy(buf, (char *)data + (off - first * bs), len);
 	STAT_ADD(c, hit_bytes, len);
 	ret = len;
 out:

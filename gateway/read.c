@@ -289,7 +289,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	win = readahead_for(gw, ino, uoff, size, bs);
 	/* 1. the cache */
 	if (obj) {
-		buf = malloc(size ? size : 1);
+		/* Aligned, so whole blocks are read into it directly. */
+		buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
 		if (!buf) {
 			fuse_reply_err(req, ENOMEM);
 			return;
