@@ -101,6 +101,7 @@ struct gw_inode {
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
 					 * (read.c) */
 	pthread_cond_t fetch_cond;	/* a fetch completed */
+	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
 	struct gw_extent *uncommitted;	/* written, not yet COMMITted */
@@ -223,6 +224,11 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
 			size_t len, uint64_t off);
 
+/* ---- read.c: the fill thread ---- */
+int gw_fill_start(struct gw *gw);
+/* Fill what is queued, then stop. */
+void gw_fill_stop(struct gw *gw);
+
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
@@ -242,6 +248,13 @@ struct gw {
 	int ctl_stop[2];
 	pthread_t ctl_thread;
 	char *ctl_path;
+	/* fill thread (read.c) */
+	pthread_mutex_t fill_lock;
+	pthread_cond_t fill_cond;
+	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
+	bool fill_stop;				/* fill_lock */
+	pthread_t fill_thread;
+	bool fill_started;
 	/* write window */
 	pthread_mutex_t win_lock;
 	pthread_cond_t win_cond;

@@ -221,6 +221,8 @@ static int run(struct gw_opts *o)
 		.ctl_fd = -1,
 		.win_lock = PTHREAD_MUTEX_INITIALIZER,
 		.win_cond = PTHREAD_COND_INITIALIZER,
+		.fill_lock = PTHREAD_MUTEX_INITIALIZER,
+		.fill_cond = PTHREAD_COND_INITIALIZER,
 	};
 	struct fuse_loop_config *cfg = NULL;
 	int notify_fd = -1;
@@ -262,6 +264,11 @@ static int run(struct gw_opts *o)
 		goto out_signals;
 	}
 	/* 3. service threads, now that no fork follows */
+	if (gw_fill_start(&gw)) {
+		fprintf(stderr, "cachegw: cannot start the fill thread\n");
+		goto out_unmount;
+	}
+	gw.fill_started = true;
 	if (nfsc_start(gw.nfs)) {
 		fprintf(stderr, "cachegw: cannot start connection threads\n");
 		goto out_unmount;
@@ -299,6 +306,8 @@ out_itable:
 	gw_ctl_stop(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
+	if (gw.fill_started)
+		gw_fill_stop(&gw);
 	gw_itable_free(&gw);
 out_nfs:
 	nfsc_close(gw.nfs);

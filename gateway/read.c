@@ -32,6 +32,7 @@ struct gw_chunk {
 
 struct gw_fetch {
 	struct gw_fetch *next;		/* ino->fetches, ino->lock */
+	struct gw_fetch *fill_next;	/* gw->fill_head queue, fill_lock */
 	struct gw *gw;
 	struct gw_inode *ino;
 	uint64_t off;			/* block-aligned */
@@ -92,6 +93,8 @@ static void trim(struct gw_inode *ino)
 	fetch_free_list(freeme);
 }
 
+static bool gw_fill_queue(struct gw *gw, struct gw_fetch *f);
+
 /* Called on a connection thread as each READ of a fetch completes. */
 static void chunk_done(int status, void *priv)
 {
@@ -128,22 +131,91 @@ static void chunk_done(int status, void *priv)
 		return;
 	if (has_attr)
 		gw_inode_set_attr(ino, &newest);
-	/* Whole blocks, or the tail of the file up to its end. The object
-	 * outlives us: the inode holds it until freed, and an inode is not
-	 * freed while its fetches are in flight (gw_inode_drop_fetch). */
-	if (!f->err && f->got && (f->got == f->len || f->eof)) {
-		struct cache_obj *obj;
-
-		pthread_mutex_lock(&ino->lock);
-		obj = ino->obj;
-		pthread_mutex_unlock(&ino->lock);
-		if (obj)
-			cache_fill(obj, f->buf, f->got, f->off);
-	}
+	/* Whole blocks, or the tail of the file up to its end, go to the
+	 * cache; copying and hashing them is the fill thread's job, not this
+	 * connection thread's, which has a socket to serve. */
+	if (!f->err && f->got && (f->got == f->len || f->eof) &&
+	    gw_fill_queue(f->gw, f))
+		return;		/* the fill thread drops our reference */
 	pthread_mutex_lock(&ino->lock);
 	fetch_unref_locked(f, &freeme);
 	pthread_mutex_unlock(&ino->lock);
 	fetch_free_list(freeme);
+}
+
+/* ---- the fill thread ---- */
+
+/* Queue a completed fetch for the cache; takes over the caller's
+ * reference. false if there is nothing to fill into. */
+static bool gw_fill_queue(struct gw *gw, struct gw_fetch *f)
+{
+	struct gw_inode *ino = f->ino;
+	bool has_obj;
+
+	pthread_mutex_lock(&ino->lock);
+	has_obj = ino->obj != NULL;
+	if (has_obj)
+		ino->fills_queued++;
+	pthread_mutex_unlock(&ino->lock);
+	if (!has_obj)
+		return false;
+	pthread_mutex_lock(&gw->fill_lock);
+	f->fill_next = NULL;
+	if (gw->fill_tail)
+		gw->fill_tail->fill_next = f;
+	else
+		gw->fill_head = f;
+	gw->fill_tail = f;
+	pthread_cond_signal(&gw->fill_cond);
+	pthread_mutex_unlock(&gw->fill_lock);
+	return true;
+}
+
+static void *fill_thread(void *arg)
+{
+	struct gw *gw = arg;
+
+	for (;;) {
+		struct gw_fetch *f, *freeme = NULL;
+		struct gw_inode *ino;
+
+		pthread_mutex_lock(&gw->fill_lock);
+		while (!gw->fill_head && !gw->fill_stop)
+			pthread_cond_wait(&gw->fill_cond, &gw->fill_lock);
+		f = gw->fill_head;
+		if (f) {
+			gw->fill_head = f->fill_next;
+			if (!gw->fill_head)
+				gw->fill_tail = NULL;
+		}
+		pthread_mutex_unlock(&gw->fill_lock);
+		if (!f)
+			break;		/* stopping and drained */
+		ino = f->ino;
+		/* The inode keeps its object while fills are queued. */
+		cache_fill(ino->obj, f->buf, f->got, f->off);
+		pthread_mutex_lock(&ino->lock);
+		ino->fills_queued--;
+		pthread_cond_broadcast(&ino->fetch_cond);
+		fetch_unref_locked(f, &freeme);
+		pthread_mutex_unlock(&ino->lock);
+		fetch_free_list(freeme);
+	}
+	return NULL;
+}
+
+int gw_fill_start(struct gw *gw)
+{
+	return -pthread_create(&gw->fill_thread, NULL, fill_thread, gw);
+}
+
+void gw_fill_stop(struct gw *gw)
+{
+	pthread_mutex_lock(&gw->fill_lock);
+	gw->fill_stop = true;
+	pthread_cond_signal(&gw->fill_cond);
+	pthread_mutex_unlock(&gw->fill_lock);
+	pthread_join(gw->fill_thread, NULL);
 }
 
 /* Start fetching [off, off+len) (block-aligned); the fetch is on the
@@ -347,7 +419,7 @@ void gw_inode_drop_fetch(struct gw_inode *ino)
 	 * completed ones go. Waiting for the in-flight ones here means no
 	 * READ callback touches the inode after its last release. */
 	for (;;) {
-		bool busy = false;
+		bool busy = ino->fills_queued > 0;
 
 		for (f = ino->fetches; f; f = f->next)
 			busy |= !f->done;
