@@ -498,6 +498,18 @@ static void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 	gw_flush(req, nodeid, fi);
 }
 
+/* NFSv3 has no ALLOCATE: say so, rather than pretend with zeros. */
+static void gw_fallocate(fuse_req_t req, fuse_ino_t nodeid, int mode,
+			 off_t off, off_t len, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	(void)mode;
+	(void)off;
+	(void)len;
+	(void)fi;
+	fuse_reply_err(req, EOPNOTSUPP);
+}
+
 /* Directory operations are synchronous at an NFSv3 origin. */
 static void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 			struct fuse_file_info *fi)
@@ -572,6 +584,7 @@ const struct fuse_lowlevel_ops gw_oper = {
 	.flush = gw_flush,
 	.fsync = gw_fsync,
 	.fsyncdir = gw_fsyncdir,
+	.fallocate = gw_fallocate,
 	.lookup = gw_lookup,
 	.forget = gw_forget,
 	.forget_multi = gw_forget_multi,
