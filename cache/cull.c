@@ -59,13 +59,22 @@ void cache_account_locked(struct cache *c, struct cache_obj *o,
 unsigned cache_free_pct(struct cache *c)
 {
 	struct statvfs sv;
+	uint64_t avail, pending;
 	int fake = __atomic_load_n(&c->fake_free_pct, __ATOMIC_RELAXED);
 
 	if (fake >= 0)
 		return fake;
 	if (fstatvfs(c->dirfd, &sv) < 0 || !sv.f_blocks)
 		return 100;
-	return (unsigned)(sv.f_bavail * 100 / sv.f_blocks);
+	/* Fills queued but not yet written (c->reserved) will take space
+	 * that statvfs does not show as used yet: count them, or a burst of
+	 * fills queued while above bstop lands far below it. */
+	pthread_mutex_lock(&c->lock);
+	pending = c->reserved;
+	pthread_mutex_unlock(&c->lock);
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	avail = avail > pending ? avail - pending : 0;
+	return (unsigned)(avail * 100 / ((uint64_t)sv.f_blocks * sv.f_frsize));
 }
 
 /* Cull one object, least recently used first, referenced objects last

@@ -168,6 +168,11 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 	old = umask(0077);
 	ret = bind(gw->ctl_fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
+	/* bind() made it 0777 & ~umask = 0700; the cache's files are 0600.
+	 * (A umask of 0177 would do it, but umask is process-wide and other
+	 * threads run: a directory made meanwhile would lose its x bit.) */
+	if (ret == 0 && chmod(sa.sun_path, 0600) < 0)
+		ret = -1;
 	if (ret < 0 || listen(gw->ctl_fd, 8) < 0)
 		goto out_errno;
 	if (pipe2(gw->ctl_stop, O_CLOEXEC) < 0)

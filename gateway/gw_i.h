@@ -94,6 +94,7 @@ struct gw_inode {
 	struct nfsc_attr attr;		/* last attributes from the origin */
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
+	uint64_t attr_gen;		/* bumped by every attr update */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily */
@@ -126,8 +127,12 @@ void gw_itable_free(struct gw *gw);
 /* The inode for a node-id the kernel holds, or NULL. */
 struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
 /* Any node-id ever handed out, brought back from the node-id table if it
- * is not in memory (no kernel reference is taken). NULL if unknown. */
+ * is not in memory; takes one kernel reference (drop it with
+ * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
+ * unknown. */
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
+/* Node-id of the directory ino was found in (the root for the root). */
+uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
 /* The origin says the file is gone (ESTALE): retire its node-id. */
 void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
 /* Find or create the inode for fh, take one kernel reference, and store
@@ -138,6 +143,12 @@ void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
 void gw_inode_invalidate_attr(struct gw_inode *ino);
+/* Attributes from a reply to a call sent when the inode's attr_gen was
+ * gen: kept only if nothing updated the attributes since (an origin call
+ * can be answered after a WRITE that it preceded at the origin). */
+uint64_t gw_inode_attr_gen(struct gw_inode *ino);
+bool gw_inode_set_attr_since(struct gw_inode *ino,
+			     const struct nfsc_attr *attr, uint64_t gen);
 /* Is a a later version of the file than b (ctime, then size)? */
 bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */

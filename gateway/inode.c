@@ -262,7 +262,35 @@ void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
 	ino->attr = *attr;
 	clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
 	ino->attr_valid = true;
+	ino->attr_gen++;
 	pthread_mutex_unlock(&ino->lock);
+}
+
+uint64_t gw_inode_attr_gen(struct gw_inode *ino)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&ino->lock);
+	gen = ino->attr_gen;
+	pthread_mutex_unlock(&ino->lock);
+	return gen;
+}
+
+bool gw_inode_set_attr_since(struct gw_inode *ino,
+			     const struct nfsc_attr *attr, uint64_t gen)
+{
+	bool set;
+
+	pthread_mutex_lock(&ino->lock);
+	set = ino->attr_gen == gen;
+	if (set) {
+		ino->attr = *attr;
+		clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
+		ino->attr_valid = true;
+		ino->attr_gen++;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return set;
 }
 
 void gw_inode_invalidate_attr(struct gw_inode *ino)
@@ -362,7 +390,15 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 	uint32_t gen;
 	size_t len = sizeof(fh.data);
 
-	ino = gw_inode_find(gw, nodeid);
+	/* The reference is taken under the table lock: the kernel may send
+	 * the FORGET of an evicted inode while it looks the same node-id up
+	 * again through a file handle, and without a reference that FORGET
+	 * frees the inode under the caller. */
+	pthread_mutex_lock(&t->lock);
+	ino = find_id_locked(t, nodeid);
+	if (ino)
+		ino->nlookup++;
+	pthread_mutex_unlock(&t->lock);
 	if (ino)
 		return ino;
 	if (cache_nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
@@ -382,10 +418,21 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 		ino = fresh;
 		fresh = NULL;
 	}
+	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
 	if (fresh)
 		inode_free(gw, fresh);
 	return ino;
+}
+
+uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino)
+{
+	uint64_t parent;
+
+	pthread_mutex_lock(&gw->it.lock);
+	parent = ino->parent ? ino->parent : FUSE_ROOT_ID;
+	pthread_mutex_unlock(&gw->it.lock);
+	return parent;
 }
 
 void gw_inode_gone(struct gw *gw, struct gw_inode *ino)

@@ -48,6 +48,11 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	/* libfuse turns atomic O_TRUNC on by default: the kernel then
+	 * passes O_TRUNC to open() and does not truncate itself. gw_open
+	 * does not truncate, so let the kernel send SETATTR(size=0), which
+	 * gw_setattr handles (flushing pending writes first). */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* Readdir does not pre-populate only the names we return. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 }
@@ -99,17 +104,24 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 {
 	struct nfsc_cred cr;
 	bool attached;
+	uint64_t gen;
 	int ret;
 
 	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
 		return 0;
 	gw_req_cred(req, &cr);
+	gen = gw_inode_attr_gen(ino);
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	if (ret == -ESTALE)
 		gw_inode_gone(gw, ino);	/* deleted at the origin */
 	if (ret)
 		return ret;
-	gw_inode_set_attr(ino, a);
+	/* A WRITE answered while the GETATTR was out is newer than it. */
+	if (!gw_inode_set_attr_since(ino, a, gen)) {
+		pthread_mutex_lock(&ino->lock);
+		*a = ino->attr;
+		pthread_mutex_unlock(&ino->lock);
+	}
 	pthread_mutex_lock(&ino->lock);
 	attached = ino->obj != NULL;
 	pthread_mutex_unlock(&ino->lock);
@@ -126,16 +138,22 @@ static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
 	struct nfsc_attr a;
 	int ret;
 
-	if (ino && dotdot)
-		ino = gw_inode_resolve(gw, ino->parent ? ino->parent :
-					   FUSE_ROOT_ID);
+	/* Each gw_inode_resolve() holds a reference, so a concurrent FORGET
+	 * of the same node-id cannot free the inode under us; the reference
+	 * of the inode answered is the one the reply hands to the kernel. */
+	if (ino && dotdot) {
+		struct gw_inode *child = ino;
+
+		ino = gw_inode_resolve(gw, gw_inode_parent(gw, child));
+		gw_inode_forget(gw, child->nodeid, 1);
+	}
 	if (!ino)
 		return -ESTALE;
 	ret = get_attr(gw, req, ino, true, &a);
-	if (ret < 0)
+	if (ret < 0) {
+		gw_inode_forget(gw, ino->nodeid, 1);
 		return ret;
-	if (!gw_inode_ref(gw, &ino->fh, &a, 0))
-		return -ENOMEM;
+	}
 	gw_make_entry(gw, ino, &a, e);
 	return 0;
 }

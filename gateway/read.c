@@ -40,6 +40,7 @@ struct gw_fetch {
 	size_t got;			/* valid bytes from off, when done */
 	bool done, eof;			/* ino->lock */
 	int err;			/* -errno, when done */
+	uint64_t attr_gen;		/* the inode's attr_gen at start */
 	unsigned refs;			/* list + waiters + in flight; ino->lock */
 	unsigned pending;		/* chunk READs outstanding; ino->lock */
 	unsigned nchunks;
@@ -129,8 +130,10 @@ static void chunk_done(int status, void *priv)
 	pthread_mutex_unlock(&ino->lock);
 	if (!last)
 		return;
+	/* Not if a WRITE or SETATTR answered meanwhile: these READs may
+	 * have been served before it, and their size is older. */
 	if (has_attr)
-		gw_inode_set_attr(ino, &newest);
+		gw_inode_set_attr_since(ino, &newest, f->attr_gen);
 	/* Whole blocks, or the tail of the file up to its end, go to the
 	 * cache; copying and hashing them is the fill thread's job, not this
 	 * connection thread's, which has a socket to serve. */
@@ -245,6 +248,7 @@ static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
 		return NULL;
 	}
 	f->refs = 3;			/* list, caller, the READs */
+	f->attr_gen = gw_inode_attr_gen(ino);
 	f->pending = f->nchunks;
 	pthread_mutex_lock(&ino->lock);
 	f->next = ino->fetches;

@@ -175,10 +175,12 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	struct gw_extent *l = take_extents(ino), *e;
 	struct nfsc_post post;
 	uint8_t verf[8];
+	uint64_t gen;
 	int ret;
 
 	if (!l)
 		return 0;
+	gen = gw_inode_attr_gen(ino);
 	ret = nfsc_commit(gw->nfs, &l->cred, &ino->fh, verf, &post);
 	for (e = l; !ret && e; e = e->next) {
 		struct nfsc_post p2;
@@ -195,7 +197,7 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	}
 	free_extents(l);
 	if (!ret && post.has_attr)
-		gw_inode_set_attr(ino, &post.attr);
+		gw_inode_set_attr_since(ino, &post.attr, gen);
 	return ret;
 }
 
