@@ -267,18 +267,21 @@ void cache_io_stop(struct cache *c)
 	if (!c->ring_up)
 		return;
 	cache_drain(c);
+	/* A NOP with no request tells the completion thread to stop. The
+	 * ring is drained, so a slot frees up; never pthread_cancel(), which
+	 * needs libgcc_s loaded at the worst moment (e.g. out of fds). */
 	pthread_mutex_lock(&c->sq_lock);
-	sqe = io_uring_get_sqe(&c->ring);
-	if (sqe) {
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, NULL);
+	while (!(sqe = io_uring_get_sqe(&c->ring))) {
 		io_uring_submit(&c->ring);
+		pthread_mutex_unlock(&c->sq_lock);
+		usleep(1000);
+		pthread_mutex_lock(&c->sq_lock);
 	}
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	io_uring_submit(&c->ring);
 	pthread_mutex_unlock(&c->sq_lock);
-	if (sqe)
-		pthread_join(c->cq_thread, NULL);
-	else
-		pthread_cancel(c->cq_thread);
+	pthread_join(c->cq_thread, NULL);
 	io_uring_queue_exit(&c->ring);
 	c->ring_up = false;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -322,6 +323,18 @@ out_cache:
 	return ret;
 }
 
+/* Every open file's cache object holds two descriptors; many clients of
+ * a re-export open many files at once. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct gw_opts o;
@@ -331,6 +344,7 @@ int main(int argc, char **argv)
 	 * them in the heap instead of a fresh, page-faulting mmap each. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	raise_fd_limit();
 
 	ret = gw_opts_parse(argc, argv, &o);
 	if (ret) {

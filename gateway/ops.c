@@ -440,14 +440,27 @@ out_free:
 void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		     struct fuse_file_info *fi)
 {
+	struct cache_obj *obj = NULL;
 	bool last;
 
 	(void)gw;
 	pthread_mutex_lock(&ino->lock);
 	last = ino->opens > 0 && --ino->opens == 0;
 	pthread_mutex_unlock(&ino->lock);
-	if (last)
+	if (last) {
 		gw_inode_drop_fetch(ino);
+		/* The object holds two fds: a closed file gives them back
+		 * (the kernel may keep thousands of inodes), unless an open
+		 * came in meanwhile. */
+		pthread_mutex_lock(&ino->lock);
+		if (ino->opens == 0) {
+			obj = ino->obj;
+			ino->obj = NULL;
+		}
+		pthread_mutex_unlock(&ino->lock);
+		if (obj)
+			cache_obj_put(obj);
+	}
 	free((void *)(uintptr_t)fi->fh);
 	fi->fh = 0;
 }

@@ -1,0 +1,75 @@
+#!/bin/bash
+# cachegw-bench smoke: `reads` and `strategies` at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric values, a PNG; leave no mount or origin behind. No speed is asserted.
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+for b in fio jq fincore; do
+	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
+done
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+BENCH=$_HARNESS_ROOT/tools/bench/cachegw-bench
+work=$(harness_tmpdir bench-work)
+# The bench starts its own origin: on this run's ports (tools/test may move them).
+export CACHEGW_BENCH_NFS_PORT=$ORIGIN_NFS_PORT CACHEGW_BENCH_MNT_PORT=$ORIGIN_MNT_PORT
+
+num='^[0-9]+(\.[0-9]+)?$'
+
+# check_csv FILE HEADER FIRST_NUMERIC_COL LAST_NUMERIC_COL KEY...: header
+# exact, one row per KEY in that order, numeric values in the given columns.
+check_csv() {
+	local f=$1 hdr=$2 c0=$3 c1=$4 i=0 line key c v
+	shift 4
+	local -a keys=("$@")
+	[ -s "$f" ] || { bad "$f missing or empty"; return; }
+	[ "$(head -n1 "$f")" = "$hdr" ] || bad "$f header is '$(head -n1 "$f")', want '$hdr'"
+	[ "$(($(wc -l <"$f") - 1))" = $# ] || bad "$f has $(($(wc -l <"$f") - 1)) rows, want $#"
+	while IFS= read -r line; do
+		key=${line%%,*}
+		[ "$key" = "${keys[i]:-}" ] || bad "$f row $((i + 1)) is '$key', want '${keys[i]:-}'"
+		i=$((i + 1))
+		for ((c = c0; c <= c1; c++)); do
+			v=$(printf '%s\n' "$line" | cut -d, -f"$c")
+			[[ $v =~ $num ]] || bad "$f row '$key' column $c is '$v', not a number"
+		done
+	done < <(tail -n +2 "$f")
+}
+
+plot=
+command -v gnuplot >/dev/null 2>&1 && plot=$work/strategies.png
+
+t0=$SECONDS
+timeout -k 10 120 "$BENCH" reads --size 32M --small-files 200 --runtime 2 --quiet \
+	--workdir "$work" --csv "$work/reads.csv" >"$work/reads.out" 2>"$work/reads.err"
+rc=$?
+[ $rc = 0 ] || { bad "cachegw-bench reads exited $rc"; tail -n 30 "$work/reads.err" >&2; }
+grep -q '^# cachegw-bench reads ' "$work/reads.out" || bad "reads: no header line"
+grep -q '^# host .*kernel ' "$work/reads.out" || bad "reads: no kernel in the header"
+grep -q '^metric  *unit  *gateway  *baseline  *ratio' "$work/reads.out" || bad "reads: no table"
+check_csv "$work/reads.csv" metric,unit,gateway,baseline,ratio,baseline_is 3 5 \
+	cold_seq_read warm_seq_read hot_seq_read small_files_cold small_files_warm \
+	small_files_stat_warm random_4k_warm
+
+timeout -k 10 120 "$BENCH" strategies --size 32M --quiet --workdir "$work" \
+	--csv "$work/strategies.csv" ${plot:+--plot "$plot"} >"$work/strategies.out" 2>"$work/strategies.err"
+rc=$?
+[ $rc = 0 ] || { bad "cachegw-bench strategies exited $rc"; tail -n 30 "$work/strategies.err" >&2; }
+grep -q '^strategy  *fill_MBps' "$work/strategies.out" || bad "strategies: no table"
+check_csv "$work/strategies.csv" \
+	strategy,fill_MBps,cpu_s,page_cache_MiB,rss_MiB,warm_read_MBps,cache_file_cached_MiB,warm_origin_MiB \
+	2 8 buffered dontcache direct fadvise
+if [ -n "$plot" ]; then
+	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"
+fi
+echo "bench smoke took $((SECONDS - t0)) s" >&2
+
+# Everything the bench started is gone.
+[ -z "$(_mounts_below "$work")" ] || bad "mounts left under $work: $(_mounts_below "$work")"
+_port_listening "$CACHEGW_BENCH_NFS_PORT" && bad "something still listens on port $CACHEGW_BENCH_NFS_PORT"
+[ -z "$(find "$work" -maxdepth 1 -name 'cachegw-test.*')" ] || bad "bench temp dir left in $work"
+
+exit $fail
