@@ -105,6 +105,7 @@ struct gw_inode {
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
+	uint64_t ra_front;		/* end of the furthest readahead */
 	struct gw_extent *uncommitted;	/* written, not yet COMMITted */
 	size_t uncommitted_bytes;
 	int write_err;			/* -errno to report at flush/fsync */
@@ -149,6 +150,8 @@ void gw_inode_invalidate_attr(struct gw_inode *ino);
 uint64_t gw_inode_attr_gen(struct gw_inode *ino);
 bool gw_inode_set_attr_since(struct gw_inode *ino,
 			     const struct nfsc_attr *attr, uint64_t gen);
+bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
+				    const struct nfsc_attr *attr, uint64_t gen);
 /* Is a a later version of the file than b (ctime, then size)? */
 bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
@@ -259,6 +262,8 @@ struct gw {
 	int ctl_stop[2];
 	pthread_t ctl_thread;
 	char *ctl_path;
+	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
+	uint64_t fetches;		/* fetches alive (atomic) */
 	/* fill thread (read.c) */
 	pthread_mutex_t fill_lock;
 	pthread_cond_t fill_cond;

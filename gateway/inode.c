@@ -276,19 +276,25 @@ uint64_t gw_inode_attr_gen(struct gw_inode *ino)
 	return gen;
 }
 
+bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
+				    const struct nfsc_attr *attr, uint64_t gen)
+{
+	if (ino->attr_gen != gen)
+		return false;
+	ino->attr = *attr;
+	clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
+	ino->attr_valid = true;
+	ino->attr_gen++;
+	return true;
+}
+
 bool gw_inode_set_attr_since(struct gw_inode *ino,
 			     const struct nfsc_attr *attr, uint64_t gen)
 {
 	bool set;
 
 	pthread_mutex_lock(&ino->lock);
-	set = ino->attr_gen == gen;
-	if (set) {
-		ino->attr = *attr;
-		clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
-		ino->attr_valid = true;
-		ino->attr_gen++;
-	}
+	set = gw_inode_set_attr_since_locked(ino, attr, gen);
 	pthread_mutex_unlock(&ino->lock);
 	return set;
 }

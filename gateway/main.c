@@ -343,7 +343,9 @@ int main(int argc, char **argv)
 	/* Read buffers of up to a few MiB come and go all the time: keep
 	 * them in the heap instead of a fresh, page-faulting mmap each. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	/* Each arena keeps its own high-water mark: few arenas, flat RSS. */
+	mallopt(M_ARENA_MAX, 4);
 	raise_fd_limit();
 
 	ret = gw_opts_parse(argc, argv, &o);

@@ -21,7 +21,7 @@
 #include "cache.h"
 #include "gw_i.h"
 
-#define GW_FETCH_KEEP 8		/* completed fetches kept per inode */
+#define GW_FETCH_KEEP 4		/* completed fetches kept per inode */
 
 struct gw_chunk {
 	uint32_t want, got;
@@ -61,10 +61,27 @@ static void fetch_free_list(struct gw_fetch *f)
 	while (f) {
 		struct gw_fetch *next = f->next;
 
+		__atomic_fetch_sub(&f->gw->fetch_bytes, f->len, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&f->gw->fetches, 1, __ATOMIC_RELAXED);
 		free(f->chunks);
 		free(f->buf);
 		free(f);
 		f = next;
+	}
+}
+
+/* Take f off the inode's list (dropping the list's reference). */
+static void fetch_unlist_locked(struct gw_inode *ino, struct gw_fetch *f,
+				struct gw_fetch **freeme)
+{
+	struct gw_fetch **pp;
+
+	for (pp = &ino->fetches; *pp; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			fetch_unref_locked(f, freeme);
+			return;
+		}
 	}
 }
 
@@ -94,16 +111,19 @@ static void trim(struct gw_inode *ino)
 	fetch_free_list(freeme);
 }
 
-static bool gw_fill_queue(struct gw *gw, struct gw_fetch *f);
+static void gw_fill_queue(struct gw *gw, struct gw_fetch *f);
 
-/* Called on a connection thread as each READ of a fetch completes. */
+/* Called on a connection thread as each READ of a fetch completes. Once
+ * the last one has published done, the inode may be freed at any moment
+ * (gw_inode_drop_fetch waits only for that): all inode work happens in the
+ * locked section that publishes it. */
 static void chunk_done(int status, void *priv)
 {
 	struct gw_fetch *f = priv;
 	struct gw_inode *ino = f->ino;
+	struct gw *gw = f->gw;
 	struct gw_fetch *freeme = NULL;
-	struct nfsc_attr newest;
-	bool last, has_attr = false;
+	bool last, fill = false;
 	unsigned i;
 
 	pthread_mutex_lock(&ino->lock);
@@ -111,57 +131,49 @@ static void chunk_done(int status, void *priv)
 		f->err = status;
 	last = --f->pending == 0;
 	if (last) {
-		/* The bytes are good up to the first short chunk. */
+		const struct nfsc_attr *newest = NULL;
+
+		/* 1. The bytes are good up to the first short chunk. */
 		f->got = 0;
 		for (i = 0; !f->err && i < f->nchunks; i++) {
 			f->got += f->chunks[i].got;
-			if (f->chunks[i].has_attr) {
-				newest = f->chunks[i].attr;
-				has_attr = true;
-			}
+			if (f->chunks[i].has_attr)
+				newest = &f->chunks[i].attr;
 			if (f->chunks[i].got < f->chunks[i].want) {
 				f->eof = f->chunks[i].eof;
 				break;
 			}
 		}
+		/* 2. Attributes, unless a WRITE or SETATTR answered
+		 *    meanwhile: these READs may predate it. */
+		if (newest)
+			gw_inode_set_attr_since_locked(ino, newest,
+						       f->attr_gen);
+		/* 3. Whole blocks, or the tail of the file up to its end,
+		 *    go to the cache through the fill thread (copying and
+		 *    hashing is not for a thread that serves a socket). The
+		 *    queued count keeps the inode and its object alive. */
+		fill = !f->err && f->got && ino->obj &&
+		       (f->got == f->len || f->eof);
+		if (fill)
+			ino->fills_queued++;
+		else
+			fetch_unref_locked(f, &freeme);
 		f->done = true;
 		pthread_cond_broadcast(&ino->fetch_cond);
 	}
 	pthread_mutex_unlock(&ino->lock);
-	if (!last)
-		return;
-	/* Not if a WRITE or SETATTR answered meanwhile: these READs may
-	 * have been served before it, and their size is older. */
-	if (has_attr)
-		gw_inode_set_attr_since(ino, &newest, f->attr_gen);
-	/* Whole blocks, or the tail of the file up to its end, go to the
-	 * cache; copying and hashing them is the fill thread's job, not this
-	 * connection thread's, which has a socket to serve. */
-	if (!f->err && f->got && (f->got == f->len || f->eof) &&
-	    gw_fill_queue(f->gw, f))
-		return;		/* the fill thread drops our reference */
-	pthread_mutex_lock(&ino->lock);
-	fetch_unref_locked(f, &freeme);
-	pthread_mutex_unlock(&ino->lock);
+	if (fill)
+		gw_fill_queue(gw, f);	/* the fill thread drops our ref */
 	fetch_free_list(freeme);
 }
 
 /* ---- the fill thread ---- */
 
-/* Queue a completed fetch for the cache; takes over the caller's
- * reference. false if there is nothing to fill into. */
-static bool gw_fill_queue(struct gw *gw, struct gw_fetch *f)
+/* Queue a completed fetch for the cache, with the reference of its READs
+ * and a count in ino->fills_queued taken by the caller. */
+static void gw_fill_queue(struct gw *gw, struct gw_fetch *f)
 {
-	struct gw_inode *ino = f->ino;
-	bool has_obj;
-
-	pthread_mutex_lock(&ino->lock);
-	has_obj = ino->obj != NULL;
-	if (has_obj)
-		ino->fills_queued++;
-	pthread_mutex_unlock(&ino->lock);
-	if (!has_obj)
-		return false;
 	pthread_mutex_lock(&gw->fill_lock);
 	f->fill_next = NULL;
 	if (gw->fill_tail)
@@ -171,7 +183,6 @@ static bool gw_fill_queue(struct gw *gw, struct gw_fetch *f)
 	gw->fill_tail = f;
 	pthread_cond_signal(&gw->fill_cond);
 	pthread_mutex_unlock(&gw->fill_lock);
-	return true;
 }
 
 static void *fill_thread(void *arg)
@@ -181,6 +192,7 @@ static void *fill_thread(void *arg)
 	for (;;) {
 		struct gw_fetch *f, *freeme = NULL;
 		struct gw_inode *ino;
+		bool filled;
 
 		pthread_mutex_lock(&gw->fill_lock);
 		while (!gw->fill_head && !gw->fill_stop)
@@ -196,10 +208,14 @@ static void *fill_thread(void *arg)
 			break;		/* stopping and drained */
 		ino = f->ino;
 		/* The inode keeps its object while fills are queued. */
-		cache_fill(ino->obj, f->buf, f->got, f->off);
+		filled = cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
 		pthread_mutex_lock(&ino->lock);
 		ino->fills_queued--;
 		pthread_cond_broadcast(&ino->fetch_cond);
+		/* The cache has the bytes now: the fetch need not hold them
+		 * too (memory is what many open files multiply). */
+		if (filled)
+			fetch_unlist_locked(ino, f, &freeme);
 		fetch_unref_locked(f, &freeme);
 		pthread_mutex_unlock(&ino->lock);
 		fetch_free_list(freeme);
@@ -248,6 +264,8 @@ static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
 		return NULL;
 	}
 	f->refs = 3;			/* list, caller, the READs */
+	__atomic_fetch_add(&gw->fetch_bytes, len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&gw->fetches, 1, __ATOMIC_RELAXED);
 	f->attr_gen = gw_inode_attr_gen(ino);
 	f->pending = f->nchunks;
 	pthread_mutex_lock(&ino->lock);
@@ -269,28 +287,6 @@ static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
 		}
 	}
 	return f;
-}
-
-/* A fetch on the list that covers [off, off+size) (or reaches the end of
- * the file inside it), with a reference taken; NULL if none. */
-static struct gw_fetch *fetch_find_locked(struct gw_inode *ino, uint64_t off,
-					  size_t size)
-{
-	struct gw_fetch *f;
-
-	for (f = ino->fetches; f; f = f->next) {
-		if (f->err && f->done)
-			continue;
-		if (off < f->off || off + size > f->off + f->len) {
-			/* A done fetch that ended at EOF covers the rest. */
-			if (!(f->done && f->eof && off >= f->off &&
-			      off <= f->off + f->got))
-				continue;
-		}
-		f->refs++;
-		return f;
-	}
-	return NULL;
 }
 
 static void fetch_put(struct gw_inode *ino, struct gw_fetch *f)
@@ -327,36 +323,127 @@ static void fetch_reply(fuse_req_t req, struct gw_inode *ino,
 	fetch_put(ino, f);
 }
 
-/* Sequential access grows the readahead window; a seek resets it. */
+/* Sequential access grows the readahead window; a seek resets it. The
+ * kernel sends a sequential reader's requests several at a time, so they
+ * may arrive a little out of order: near the expected offset counts. */
 static size_t readahead_for(struct gw *gw, struct gw_inode *ino,
 			    uint64_t off, size_t size, uint64_t bs)
 {
+	uint64_t slack;
 	size_t win;
 
 	pthread_mutex_lock(&ino->lock);
-	if (off == ino->ra_next && off != 0) {
+	slack = ino->ra_win > 2 * size ? ino->ra_win : 2 * size;
+	if (off != 0 && off + slack >= ino->ra_next &&
+	    off <= ino->ra_next + slack) {
 		ino->ra_win = ino->ra_win ? ino->ra_win * 2 : bs;
 		if (ino->ra_win > gw->o->readahead)
 			ino->ra_win = gw->o->readahead;
 	} else if (off != ino->ra_next) {
 		ino->ra_win = 0;
+		ino->ra_front = 0;
 	}
-	ino->ra_next = off + size;
+	if (off + size > ino->ra_next)
+		ino->ra_next = off + size;
 	win = ino->ra_win;
 	pthread_mutex_unlock(&ino->lock);
 	return win;
 }
 
+/* The fetch that holds byte pos (or knows the file ends before it), with a
+ * reference; NULL if none. */
+static struct gw_fetch *fetch_at_locked(struct gw_inode *ino, uint64_t pos)
+{
+	struct gw_fetch *f;
+
+	for (f = ino->fetches; f; f = f->next) {
+		if (f->done && f->err)
+			continue;
+		if (pos < f->off)
+			continue;
+		if (pos < f->off + f->len ||
+		    (f->done && f->eof && pos <= f->off + f->got)) {
+			f->refs++;
+			return f;
+		}
+	}
+	return NULL;
+}
+
+/* Fetch the blocks of [pos, end), stopping short of a fetch that already
+ * covers a later part of it, so no byte is asked of the origin twice. */
+static struct gw_fetch *fetch_gap(struct gw *gw, struct gw_inode *ino,
+				  const struct nfsc_cred *cr, uint64_t pos,
+				  uint64_t end, uint64_t bs)
+{
+	uint64_t start = pos & ~(bs - 1), stop = (end + bs - 1) & ~(bs - 1);
+	struct gw_fetch *g;
+
+	pthread_mutex_lock(&ino->lock);
+	for (g = ino->fetches; g; g = g->next)
+		if (!(g->done && g->err) && g->off > pos && g->off < stop)
+			stop = g->off;
+	pthread_mutex_unlock(&ino->lock);
+	return fetch_start(gw, ino, cr, start, stop - start);
+}
+
+/* Keep the readahead front readahead-window bytes ahead of a sequential
+ * reader, fetching what lies between without waiting for it. */
+static void readahead_push(struct gw *gw, struct gw_inode *ino,
+			   const struct nfsc_cred *cr, struct cache_obj *obj,
+			   uint64_t reqend, size_t win, uint64_t bs)
+{
+	uint64_t from, to, fsize = UINT64_MAX;
+	struct nfsc_attr a;
+	struct gw_fetch *f;
+
+	if (!win)
+		return;
+	if (gw_inode_cached_attr(gw, ino, &a) == 0)
+		fsize = a.size;
+	to = (reqend + win + bs - 1) & ~(bs - 1);
+	if (to > fsize)
+		to = (fsize + bs - 1) & ~(bs - 1);
+	pthread_mutex_lock(&ino->lock);
+	from = ino->ra_front > reqend ? ino->ra_front : reqend;
+	from = (from + bs - 1) & ~(bs - 1);
+	/* Fetch in steps of at least a quarter window: fewer, bigger
+	 * fetches, each spread over the connections. */
+	if (to <= from || (to - from < win / 4 && to < fsize)) {
+		pthread_mutex_unlock(&ino->lock);
+		return;
+	}
+	ino->ra_front = to;
+	pthread_mutex_unlock(&ino->lock);
+	if (obj && cache_present(obj, from, to - from))
+		return;
+	/* Skip what fetches already cover, then fetch the first gap. */
+	for (;;) {
+		pthread_mutex_lock(&ino->lock);
+		f = fetch_at_locked(ino, from);
+		pthread_mutex_unlock(&ino->lock);
+		if (!f)
+			break;
+		from = f->off + f->len;
+		fetch_put(ino, f);
+		if (from >= to)
+			return;
+	}
+	f = fetch_gap(gw, ino, cr, from, to, bs);
+	if (f)
+		fetch_put(ino, f);
+}
+
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *fl, size_t size, off_t off)
 {
-	uint64_t uoff = (uint64_t)off, bs, start, end, ra_end, fsize;
-	struct gw_fetch *f, *ra = NULL;
+	uint64_t uoff = (uint64_t)off, bs, pos, end = uoff + size;
+	struct gw_fetch *f;
 	struct cache_obj *obj;
-	struct nfsc_attr a;
-	ssize_t got;
+	char *buf = NULL;
+	ssize_t got = 0;
+	bool at_eof;
 	size_t win;
-	char *buf;
 
 	pthread_mutex_lock(&ino->lock);
 	obj = ino->obj;
@@ -372,45 +459,65 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			return;
 		}
 		got = cache_read(obj, buf, size, uoff);
-		if (got >= 0)
+		if (got >= 0) {
 			fuse_reply_buf(req, buf, (size_t)got);
-		free(buf);
-		if (got >= 0)
+			free(buf);
+			readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
 			return;
+		}
 	}
-	/* 2. a fetch in flight or just done */
-	pthread_mutex_lock(&ino->lock);
-	f = fetch_find_locked(ino, uoff, size);
-	pthread_mutex_unlock(&ino->lock);
-	if (!f) {
-		/* 3. the origin: the blocks this read needs, now ... */
-		start = uoff & ~(bs - 1);
-		end = (uoff + size + bs - 1) & ~(bs - 1);
-		f = fetch_start(gw, ino, &fl->cred, start, end - start);
+	/* 2. fetches in flight or just done, and 3. the origin for what
+	 * none of them covers; piece by piece. */
+	for (pos = uoff; pos < end;) {
+		size_t skip, n;
+
+		pthread_mutex_lock(&ino->lock);
+		f = fetch_at_locked(ino, pos);
+		pthread_mutex_unlock(&ino->lock);
+		if (!f)
+			f = fetch_gap(gw, ino, &fl->cred, pos, end, bs);
 		if (!f) {
-			fuse_reply_err(req, ENOMEM);
+			got = -ENOMEM;
+			break;
+		}
+		if (pos == uoff && f->off + f->len >= end) {
+			/* One fetch covers it all: reply from its buffer. */
+			free(buf);
+			readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
+			fetch_reply(req, ino, f, size, uoff);
+			trim(ino);
 			return;
 		}
-		/* ... and what a sequential reader will want next, without
-		 * waiting for it; never past the known end of the file. */
-		fsize = (gw_inode_cached_attr(gw, ino, &a) == 0) ? a.size :
-			UINT64_MAX;
-		ra_end = end + win;
-		if (ra_end > fsize)
-			ra_end = (fsize + bs - 1) & ~(bs - 1);
-		if (win && ra_end > end &&
-		    !(obj && cache_present(obj, end, ra_end - end))) {
-			pthread_mutex_lock(&ino->lock);
-			ra = fetch_find_locked(ino, end, 1);
-			pthread_mutex_unlock(&ino->lock);
-			if (!ra)
-				ra = fetch_start(gw, ino, &fl->cred, end,
-						 ra_end - end);
-			if (ra)
-				fetch_put(ino, ra);
-		}
+		if (!buf)
+			buf = malloc(size);
+		pthread_mutex_lock(&ino->lock);
+		while (!f->done)
+			pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+		pthread_mutex_unlock(&ino->lock);
+		/* done is final: err, got, eof and buf no longer change. */
+		got = f->err;
+		skip = (size_t)(pos - f->off);
+		n = f->got > skip ? f->got - skip : 0;
+		if (n > end - pos)
+			n = (size_t)(end - pos);
+		if (!got && buf)
+			memcpy(buf + (pos - uoff), f->buf + skip, n);
+		at_eof = f->eof && skip + n == f->got;
+		fetch_put(ino, f);
+		if (got || !buf)
+			break;
+		pos += n;
+		if (n == 0 || at_eof)
+			break;		/* end of file */
 	}
-	fetch_reply(req, ino, f, size, uoff);
+	if (!got && !buf)
+		got = -ENOMEM;
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_buf(req, buf, (size_t)(pos - uoff));
+	free(buf);
+	readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
 	trim(ino);
 }
 
