@@ -201,6 +201,7 @@ void cache_account_locked(struct cache *c, struct cache_obj *o,
 int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 void cache_unreserve(struct cache *c, uint64_t bytes);
 unsigned cache_free_pct(struct cache *c);
+unsigned cache_free_pct_after(struct cache *c, uint64_t extra);
 int cache_cull_start(struct cache *c);
 void cache_cull_stop(struct cache *c);
 

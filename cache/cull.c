@@ -58,6 +58,13 @@ void cache_account_locked(struct cache *c, struct cache_obj *o,
 
 unsigned cache_free_pct(struct cache *c)
 {
+	return cache_free_pct_after(c, 0);
+}
+
+/* Percent of the cache filesystem free once the fills in flight and extra
+ * more bytes are written. */
+unsigned cache_free_pct_after(struct cache *c, uint64_t extra)
+{
 	struct statvfs sv;
 	uint64_t avail, pending;
 	int fake = __atomic_load_n(&c->fake_free_pct, __ATOMIC_RELAXED);
@@ -73,6 +80,7 @@ unsigned cache_free_pct(struct cache *c)
 	pending = c->reserved;
 	pthread_mutex_unlock(&c->lock);
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	pending += extra;
 	avail = avail > pending ? avail - pending : 0;
 	return (unsigned)(avail * 100 / ((uint64_t)sv.f_blocks * sv.f_frsize));
 }

@@ -63,6 +63,7 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 	struct cache_req *r = NULL;
 	uint64_t size, salt, gen;
 	bool direct, any = false;
+	unsigned pct;
 	int ret;
 
 	if (!cache_writable(c))
@@ -87,12 +88,18 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 	else if (len % bs && off + len != size)
 		return -EINVAL;
 
-	/* 2. Room: free space (bstop) and cache_size. */
-	if (cache_free_pct(c) < c->bstop) {
-		STAT_ADD(c, fills_skipped, 1);
+	/* 2. Room: free space (bstop) and cache_size. Free space counts this
+	 *    fill too: one fill can be a whole readahead window (8 MiB), more
+	 *    than bstop leaves on a small filesystem. Under bcull the culler
+	 *    is woken now, not at its next tick: fills come in bursts. */
+	pct = cache_free_pct_after(c, ALIGN_UP(len, CACHE_DIO_ALIGN) + 4096);
+	if (pct < c->bcull) {
 		pthread_mutex_lock(&c->cull_lock);
 		pthread_cond_signal(&c->cull_cond);
 		pthread_mutex_unlock(&c->cull_lock);
+	}
+	if (pct < c->bstop) {
+		STAT_ADD(c, fills_skipped, 1);
 		return -ENOSPC;
 	}
 	r = calloc(1, sizeof(*r));

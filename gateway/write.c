@@ -243,6 +243,13 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ret = send_range(gw, &f->cred, &ino->fh, buf, size, (uint64_t)off,
 			 false, e->verf, &post);
 	window_put(gw, size);
+	/* A read that fetched from the origin while the WRITE was out may
+	 * hold the old bytes, or an EOF short of this write: a later read
+	 * served from it would show the old data, and a short read makes
+	 * the kernel shrink i_size (where the next O_APPEND write goes).
+	 * Drop such fetches before the write is answered, and before the
+	 * cache takes this write (their fills land first). */
+	gw_inode_drop_fetch(ino);
 	if (ret) {
 		free(e);
 		/* The origin refused: what the cache holds may be ahead of or
