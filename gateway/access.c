@@ -82,12 +82,16 @@ static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
 }
 
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
-		    const struct nfsc_cred *cr, int mask)
+		    const struct nfsc_cred *cr, int mask,
+		    struct nfsc_attr *fresh, bool *has_fresh)
 {
+	struct nfsc_post post;
 	bool dir;
 	uint32_t want, all, granted = 0;
 	int ret;
 
+	if (has_fresh)
+		*has_fresh = false;
 	pthread_mutex_lock(&ino->lock);
 	dir = ino->attr_valid && ino->attr.type == NFSC_DIR;
 	pthread_mutex_unlock(&ino->lock);
@@ -98,10 +102,16 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		return ret;
 	/* Ask for everything at once so the next check is a hit. */
 	all = mask_to_nfs(R_OK | W_OK | X_OK, dir);
-	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted);
+	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted, &post);
 	if (ret)
 		return ret;
 	remember(ino, cr, all, granted);
+	/* The reply carries the file's attributes: an open needs no GETATTR
+	 * of its own. */
+	if (post.has_attr && fresh && has_fresh) {
+		*fresh = post.attr;
+		*has_fresh = true;
+	}
 	return (granted & want) == want ? 0 : -EACCES;
 }
 

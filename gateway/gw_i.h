@@ -103,6 +103,8 @@ struct gw_inode {
 					 * (read.c) */
 	pthread_cond_t fetch_cond;	/* a fetch completed */
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
+	uint64_t wgen;			/* bumped by every answered write or
+					 * truncate through the gateway */
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
 	uint64_t ra_front;		/* end of the furthest readahead */
@@ -203,9 +205,12 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 
 /* ---- access.c ---- */
 /* 0 if the origin lets cr do mask (R_OK|W_OK|X_OK) to ino, else -EACCES
- * (or the origin's error). */
+ * (or the origin's error). When it had to ask the origin, *fresh receives
+ * the attributes that came with the answer (*has_fresh; both may be
+ * NULL). */
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
-		    const struct nfsc_cred *cr, int mask);
+		    const struct nfsc_cred *cr, int mask,
+		    struct nfsc_attr *fresh, bool *has_fresh);
 void gw_access_forget(struct gw_inode *ino);
 
 /* ---- write.c ---- */

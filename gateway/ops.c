@@ -405,17 +405,23 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (created) {
 		a = *created;
 	} else {
-		/* 1. Close-to-open: ask the origin unless nocto. */
-		ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
-		if (ret < 0)
-			goto out_free;
-		/* 2. Never serve a byte the origin would refuse this user,
-		 * cached or not. */
+		bool fresh;
+
+		/* 1. Never serve a byte the origin would refuse this user,
+		 *    cached or not. */
 		mask = (fi->flags & O_ACCMODE) == O_RDONLY ? R_OK :
 		       (fi->flags & O_ACCMODE) == O_WRONLY ? W_OK :
 							     R_OK | W_OK;
-		ret = gw_access_check(gw, ino, &f->cred, mask);
+		ret = gw_access_check(gw, ino, &f->cred, mask, &a, &fresh);
 		if (ret)
+			goto out_free;
+		/* 2. Close-to-open: the origin's attributes now (those that
+		 *    came with ACCESS are as fresh), unless nocto. */
+		if (fresh)
+			gw_inode_set_attr(ino, &a);
+		else
+			ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
+		if (ret < 0)
 			goto out_free;
 	}
 	/* 3. The cache object, checked against this version of the file. */

@@ -351,6 +351,12 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		return;
 	}
 	gw_inode_set_attr(ino, &post.attr);
+	if (sa.set_size) {
+		pthread_mutex_lock(&ino->lock);
+		ino->wgen++;	/* fetches from before are stale */
+		pthread_mutex_unlock(&ino->lock);
+		gw_inode_drop_fetch(ino);
+	}
 	/* Our own change: the cache follows it instead of being dropped. */
 	gw_cache_own_change(gw, ino, &post.attr, sa.set_size);
 	gw_attr_to_stat(&post.attr, nodeid, &out);
@@ -368,5 +374,5 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)
 		return;
 	}
 	gw_req_cred(req, &cr);
-	fuse_reply_err(req, -gw_access_check(gw, ino, &cr, mask));
+	fuse_reply_err(req, -gw_access_check(gw, ino, &cr, mask, NULL, NULL));
 }

@@ -22,6 +22,9 @@
 #include "gw_i.h"
 
 #define GW_FETCH_KEEP 4		/* completed fetches kept per inode */
+/* Fetches found stale (a write came after them) a read refetches before it
+ * settles for one: a steady writer must not starve readers. */
+#define GW_STALE_RETRIES 8
 
 struct gw_chunk {
 	uint32_t want, got;
@@ -41,6 +44,7 @@ struct gw_fetch {
 	bool done, eof;			/* ino->lock */
 	int err;			/* -errno, when done */
 	uint64_t attr_gen;		/* the inode's attr_gen at start */
+	uint64_t wgen;			/* the inode's wgen at start */
 	unsigned refs;			/* list + waiters + in flight; ino->lock */
 	unsigned pending;		/* chunk READs outstanding; ino->lock */
 	unsigned nchunks;
@@ -213,8 +217,11 @@ static void *fill_thread(void *arg)
 		ino->fills_queued--;
 		pthread_cond_broadcast(&ino->fetch_cond);
 		/* The cache has the bytes now: the fetch need not hold them
-		 * too (memory is what many open files multiply). */
-		if (filled)
+		 * too (memory is what many open files multiply). cache_fill
+		 * only queued the write, though: until it completes the
+		 * blocks are not present, and a read finding neither them nor
+		 * this fetch would fetch them again. */
+		if (filled && cache_present(ino->obj, f->off, f->got))
 			fetch_unlist_locked(ino, f, &freeme);
 		fetch_unref_locked(f, &freeme);
 		pthread_mutex_unlock(&ino->lock);
@@ -267,6 +274,9 @@ static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
 	__atomic_fetch_add(&gw->fetch_bytes, len, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&gw->fetches, 1, __ATOMIC_RELAXED);
 	f->attr_gen = gw_inode_attr_gen(ino);
+	pthread_mutex_lock(&ino->lock);
+	f->wgen = ino->wgen;
+	pthread_mutex_unlock(&ino->lock);
 	f->pending = f->nchunks;
 	pthread_mutex_lock(&ino->lock);
 	f->next = ino->fetches;
@@ -301,26 +311,61 @@ static void fetch_put(struct gw_inode *ino, struct gw_fetch *f)
 
 /* Wait for f; reply to req with [off, off+size) straight from its buffer
  * (our reference keeps it alive meanwhile), then drop the reference. */
-static void fetch_reply(fuse_req_t req, struct gw_inode *ino,
-			struct gw_fetch *f, size_t size, uint64_t off)
+/* Wait for f to complete. false if a write through the gateway was
+ * answered since f was started: its bytes (or its end of file) may predate
+ * that write, and a short read would even make the kernel zero-fill pages
+ * and shrink its size. Such a fetch is taken off the list. */
+static bool fetch_wait_fresh(struct gw_inode *ino, struct gw_fetch *f,
+			     bool accept_stale)
 {
-	size_t skip, have;
+	struct gw_fetch *freeme = NULL;
+	bool fresh;
 
 	pthread_mutex_lock(&ino->lock);
 	while (!f->done)
 		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	fresh = accept_stale || f->wgen == ino->wgen;
+	if (!fresh)
+		fetch_unlist_locked(ino, f, &freeme);
 	pthread_mutex_unlock(&ino->lock);
+	fetch_free_list(freeme);
+	return fresh;
+}
+
+/* Reply to req with [off, off+size) of f, then drop the reference. The
+ * bytes are copied out first: the reference must be dropped before the
+ * reply, since once the kernel has the reply the inode may go away.
+ * false (nothing replied) if f turned out stale. */
+static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
+			struct gw_fetch *f, size_t size, uint64_t off,
+			bool accept_stale)
+{
+	size_t skip, n = 0;
+	char *buf = NULL;
+	int err;
+
+	if (!fetch_wait_fresh(ino, f, accept_stale)) {
+		fetch_put(ino, f);
+		return false;
+	}
 	/* done is final: err, got and buf no longer change. */
-	if (f->err) {
-		fuse_reply_err(req, -f->err);
-	} else if (off >= f->off + f->got) {
-		fuse_reply_buf(req, NULL, 0);	/* at or past the end */
-	} else {
+	err = f->err;
+	if (!err && off < f->off + f->got) {
 		skip = (size_t)(off - f->off);
-		have = f->got - skip;
-		fuse_reply_buf(req, f->buf + skip, have < size ? have : size);
+		n = f->got - skip < size ? f->got - skip : size;
+		buf = malloc(n);
+		if (buf)
+			memcpy(buf, f->buf + skip, n);
+		else
+			err = -ENOMEM;
 	}
 	fetch_put(ino, f);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_buf(req, buf, n);	/* n = 0 at or past EOF */
+	free(buf);
+	return true;
 }
 
 /* Sequential access grows the readahead window; a seek resets it. The
@@ -434,14 +479,37 @@ static void readahead_push(struct gw *gw, struct gw_inode *ino,
 		fetch_put(ino, f);
 }
 
+static void direct_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+			struct gw_file *fl, size_t size, uint64_t off)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t got;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	got = nfsc_pread(gw->nfs, &fl->cred, &ino->fh, buf, size, off, NULL,
+			 NULL);
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+	free(buf);
+}
+
+/* Everything gw_read does to the inode happens before its reply: once the
+ * kernel has it, the file may be released and the inode forgotten. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *fl, size_t size, off_t off)
 {
 	uint64_t uoff = (uint64_t)off, bs, pos, end = uoff + size;
+	const struct nfsc_cred *cr = &fl->cred;
 	struct gw_fetch *f;
 	struct cache_obj *obj;
 	char *buf = NULL;
 	ssize_t got = 0;
+	unsigned stale = 0;
 	bool at_eof;
 	size_t win;
 
@@ -460,9 +528,9 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		}
 		got = cache_read(obj, buf, size, uoff);
 		if (got >= 0) {
+			readahead_push(gw, ino, cr, obj, end, win, bs);
 			fuse_reply_buf(req, buf, (size_t)got);
 			free(buf);
-			readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
 			return;
 		}
 	}
@@ -471,29 +539,41 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	for (pos = uoff; pos < end;) {
 		size_t skip, n;
 
+		if (stale > GW_STALE_RETRIES) {
+			/* Writes keep overtaking our fetches: read this
+			 * request alone, now, after every write the kernel
+			 * has been answered for. */
+			free(buf);
+			direct_read(gw, req, ino, fl, size, uoff);
+			return;
+		}
 		pthread_mutex_lock(&ino->lock);
 		f = fetch_at_locked(ino, pos);
 		pthread_mutex_unlock(&ino->lock);
 		if (!f)
-			f = fetch_gap(gw, ino, &fl->cred, pos, end, bs);
+			f = fetch_gap(gw, ino, cr, pos, end, bs);
 		if (!f) {
 			got = -ENOMEM;
 			break;
 		}
 		if (pos == uoff && f->off + f->len >= end) {
 			/* One fetch covers it all: reply from its buffer. */
-			free(buf);
-			readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
-			fetch_reply(req, ino, f, size, uoff);
+			readahead_push(gw, ino, cr, obj, end, win, bs);
 			trim(ino);
-			return;
+			if (fetch_reply(req, ino, f, size, uoff, false)) {
+				free(buf);
+				return;
+			}
+			stale++;
+			continue;	/* stale: look again */
 		}
 		if (!buf)
 			buf = malloc(size);
-		pthread_mutex_lock(&ino->lock);
-		while (!f->done)
-			pthread_cond_wait(&ino->fetch_cond, &ino->lock);
-		pthread_mutex_unlock(&ino->lock);
+		if (!fetch_wait_fresh(ino, f, false)) {
+			fetch_put(ino, f);
+			stale++;
+			continue;
+		}
 		/* done is final: err, got, eof and buf no longer change. */
 		got = f->err;
 		skip = (size_t)(pos - f->off);
@@ -512,13 +592,13 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	}
 	if (!got && !buf)
 		got = -ENOMEM;
+	readahead_push(gw, ino, cr, obj, end, win, bs);
+	trim(ino);
 	if (got < 0)
 		fuse_reply_err(req, (int)-got);
 	else
 		fuse_reply_buf(req, buf, (size_t)(pos - uoff));
 	free(buf);
-	readahead_push(gw, ino, &fl->cred, obj, end, win, bs);
-	trim(ino);
 }
 
 void gw_inode_drop_fetch(struct gw_inode *ino)

@@ -243,6 +243,10 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ret = send_range(gw, &f->cred, &ino->fh, buf, size, (uint64_t)off,
 			 false, e->verf, &post);
 	window_put(gw, size);
+	/* Fetches started before now may hold what this write replaced. */
+	pthread_mutex_lock(&ino->lock);
+	ino->wgen++;
+	pthread_mutex_unlock(&ino->lock);
 	/* A read that fetched from the origin while the WRITE was out may
 	 * hold the old bytes, or an EOF short of this write: a later read
 	 * served from it would show the old data, and a short read makes
@@ -273,8 +277,8 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ino->uncommitted_bytes += size;
 	commit_now = ino->uncommitted_bytes >= GW_COMMIT_AFTER;
 	pthread_mutex_unlock(&ino->lock);
-	fuse_reply_write(req, size);
-	/* Bound what the gateway holds for resending. */
+	/* Bound what the gateway holds for resending. Before the reply: after
+	 * it, the file may be released and the inode forgotten. */
 	if (commit_now) {
 		ret = commit_inode(gw, ino);
 		if (ret) {
@@ -284,6 +288,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			pthread_mutex_unlock(&ino->lock);
 		}
 	}
+	fuse_reply_write(req, size);
 }
 
 void gw_write_forget(struct gw_inode *ino)

@@ -223,8 +223,12 @@ static void access_done(struct rpc_context *rpc, int status, void *data,
 	(void)rpc;
 	if (!ret)
 		ret = nfsc_status_to_errno(res->status);
-	if (!ret)
+	if (!ret) {
 		*r->u.access.granted = res->ACCESS3res_u.resok.access;
+		if (r->post)
+			nfsc_post_op(&res->ACCESS3res_u.resok.obj_attributes,
+				     &r->post->attr, &r->post->has_attr);
+	}
 	nfsc_complete(r, ret);
 }
 
@@ -239,7 +243,8 @@ static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fh, uint32_t mask,
-		      uint32_t *granted, nfsc_cb cb, void *priv)
+		      uint32_t *granted, struct nfsc_post *post,
+		      nfsc_cb cb, void *priv)
 {
 	struct nfsc_req *r = nfsc_req_new(n, cr, fh, access_issue, cb, priv);
 
@@ -247,6 +252,9 @@ int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		return -ENOMEM;
 	r->u.access.mask = mask;
 	r->u.access.granted = granted;
+	r->post = post;
+	if (post)
+		post->has_attr = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 

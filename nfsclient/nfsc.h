@@ -159,10 +159,12 @@ int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *dir, const char *name,
 		      struct nfsc_fh *out, struct nfsc_attr *attr,
 		      bool *has_attr, nfsc_cb cb, void *priv);
-/* *granted receives the subset of mask (ACCESS3_* bits) the origin grants. */
+/* *granted receives the subset of mask (ACCESS3_* bits) the origin grants;
+ * post (may be NULL) the object's attributes, which come with the reply. */
 int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fh, uint32_t mask,
-		      uint32_t *granted, nfsc_cb cb, void *priv);
+		      uint32_t *granted, struct nfsc_post *post,
+		      nfsc_cb cb, void *priv);
 /* Read up to count bytes at off into buf. *got receives the bytes read, *eof
  * whether the read reached the end of the file; *attr (when *has_attr) the
  * file's post-op attributes. */
@@ -248,7 +250,8 @@ int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *dir, const char *name,
 		struct nfsc_fh *out, struct nfsc_attr *attr, bool *has_attr);
 int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
-		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted);
+		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted,
+		struct nfsc_post *post);
 int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
 		  const struct nfsc_fh *fh, char *buf, size_t size);
 int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,

@@ -91,9 +91,10 @@ int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
 }
 
 int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
-		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted)
+		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted,
+		struct nfsc_post *post)
 {
-	SYNC_CALL(nfsc_access_async(n, -1, cr, fh, mask, granted,
+	SYNC_CALL(nfsc_access_async(n, -1, cr, fh, mask, granted, post,
 					    waiter_done, &w));
 }
 

@@ -597,3 +597,45 @@ harness_timeout() {
 	shift
 	timeout -k 5 "$t" bash -c '"$@"' _ "$@"
 }
+
+# --------------------------------------------------------------------------
+# Disk cache tests (tests/integration/2*.sh): the inspect tool, live
+# counters, dropping the kernel's page cache.
+#
+#   cache_inspect ARGS...                run cachegw-inspect (found beside
+#                                        $CACHEGW's build, or $CACHEGW_INSPECT)
+#   gw_metric DIR NAME                   value of cachegw_NAME from the live
+#                                        gateway on cache dir DIR ("" if none)
+#   gw_wait_metric DIR NAME MIN [SECS]   wait (10 s) until NAME >= MIN
+#   drop_caches                          sync; echo 3 > /proc/sys/vm/drop_caches
+
+: "${CACHEGW_INSPECT:=$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect}"
+
+harness_require_inspect() {
+	if [ ! -x "$CACHEGW_INSPECT" ]; then
+		echo "SKIP: $CACHEGW_INSPECT not built" >&2
+		exit 77
+	fi
+}
+
+cache_inspect() { timeout 30 "$CACHEGW_INSPECT" "$@"; }
+
+gw_metric() {
+	cache_inspect stats --cache-dir "$1" --prometheus 2>/dev/null |
+		awk -v n="cachegw_$2" '$1 == n { print $2; exit }'
+}
+
+gw_wait_metric() {
+	local dir=$1 name=$2 min=$3 t=$(( ${4:-10} * 10 )) i v
+	for ((i = 0; i < t; i++)); do
+		v=$(gw_metric "$dir" "$name")
+		[ -n "$v" ] && [ "$v" -ge "$min" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+drop_caches() {
+	timeout 30 sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
