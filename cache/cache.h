@@ -195,6 +195,15 @@ enum {
 };
 void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
 
+/* ---- the control socket's address (dir.c) ----
+ * A live gateway serves DIR/control.sock. sockaddr_un holds 107 bytes of
+ * path: for a longer cache_dir, *dirfd receives an O_PATH descriptor of
+ * DIR and the address goes through /proc/self/fd/N/; close it after
+ * bind() or connect() (it is -1 otherwise). */
+#define CACHE_CTL_NAME "control.sock"
+struct sockaddr_un;
+int cache_ctl_sockaddr(const char *dir, struct sockaddr_un *sa, int *dirfd);
+
 /* ---- the persistent node-id table (nodes.c) ----
  *
  * Maps node-ids (handed out by a persistent counter that never reuses a

@@ -2,6 +2,8 @@
  * layout; and closing it. */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -430,4 +432,20 @@ void cache_close(struct cache *c)
 	pthread_cond_destroy(&c->cull_cond);
 	free(c->dir);
 	free(c);
+}
+
+int cache_ctl_sockaddr(const char *dir, struct sockaddr_un *sa, int *dirfd)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	*dirfd = -1;
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir,
+			     CACHE_CTL_NAME) < sizeof(sa->sun_path))
+		return 0;
+	*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return -errno;
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s",
+		 *dirfd, CACHE_CTL_NAME);
+	return 0;
 }

@@ -23,7 +23,6 @@
 #include "cache.h"
 #include "gw_i.h"
 
-#define CTL_NAME "control.sock"
 
 struct metric {
 	const char *name;
@@ -169,16 +168,18 @@ static void *ctl_thread(void *arg)
 
 int gw_ctl_start(struct gw *gw, const char *dir)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	mode_t old;
-	int ret;
+	int ret, dirfd;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir,
-			     CTL_NAME) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
+	ret = cache_ctl_sockaddr(dir, &sa, &dirfd);
+	if (ret)
+		return ret;
 	gw->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (gw->ctl_fd < 0)
-		return -errno;
+	if (gw->ctl_fd < 0) {
+		ret = -errno;
+		goto out_dirfd;
+	}
 	/* We hold the cache lock, so a socket file left here is stale. */
 	unlink(sa.sun_path);
 	old = umask(0077);
@@ -200,13 +201,19 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 		errno = ret;
 		goto out_errno;
 	}
-	gw->ctl_path = strdup(sa.sun_path);
-	return 0;
+	/* Unlinked at stop by its real path, whatever bind() went through. */
+	if (asprintf(&gw->ctl_path, "%s/%s", dir, CACHE_CTL_NAME) < 0)
+		gw->ctl_path = NULL;
+	ret = 0;
+	goto out_dirfd;
 
 out_errno:
 	ret = -errno;
 	close(gw->ctl_fd);
 	gw->ctl_fd = -1;
+out_dirfd:
+	if (dirfd >= 0)
+		close(dirfd);
 	return ret;
 }
 

@@ -275,21 +275,26 @@ static int cmd_stats(struct args *a)
 	const char *req = a->prometheus ? "prometheus\n" : "stats\n";
 	char buf[4096];
 	ssize_t n;
-	int fd;
+	int fd, dirfd, ret;
 
 	if (a->object)
 		return usage_err("stats takes no OBJECT");
-	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/control.sock",
-			     a->dir) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "%s: cache dir path too long for a socket\n", prog);
+	if (cache_ctl_sockaddr(a->dir, &sun, &dirfd) < 0) {
+		fprintf(stderr, "%s: no live cachegw on %s (%s)\n", prog, a->dir,
+			strerror(errno));
 		return 1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		perror("socket");
+		if (dirfd >= 0)
+			close(dirfd);
 		return 1;
 	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+	ret = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	if (dirfd >= 0)
+		close(dirfd);
+	if (ret < 0) {
 		fprintf(stderr, "%s: no live cachegw on %s\n", prog, a->dir);
 		close(fd);
 		return 1;
