@@ -109,6 +109,12 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off);
  * a hint to skip fetching them)? len 0 means to the end of the object. */
 bool cache_present(struct cache_obj *o, uint64_t off, size_t len);
 
+/* Offset of the first block at or after off's block, before end, that is
+ * absent (cache_next_absent) or present (cache_next_present); end if
+ * none. Blocks past the object's size count as absent. Hints, as above. */
+uint64_t cache_next_absent(struct cache_obj *o, uint64_t off, uint64_t end);
+uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end);
+
 /* Store data for [off, off+len): off is block-aligned; len is a multiple of
  * the block size or reaches the object's size. buf is copied; the write goes
  * through io_uring and the blocks become present only after the data write

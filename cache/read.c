@@ -98,6 +98,42 @@ bool cache_present(struct cache_obj *o, uint64_t off, size_t len)
 	return all;
 }
 
+/* The first block-aligned offset in [off, end) whose block is (want) or is
+ * not (!want) present; end if none. */
+static uint64_t scan_blocks(struct cache_obj *o, uint64_t off, uint64_t end,
+			    bool want)
+{
+	uint32_t bs = o->c->block_size;
+	uint64_t b, last, ret = end;
+
+	pthread_mutex_lock(&o->lock);
+	if (!o->opened || o->broken || off >= o->hdr->size) {
+		pthread_mutex_unlock(&o->lock);
+		return want ? end : (off < end ? off / bs * bs : end);
+	}
+	if (end > o->hdr->size)
+		end = o->hdr->size;
+	last = (end + bs - 1) / bs;
+	for (b = off / bs; b < last; b++) {
+		if (cache_bit(o->bitmap, b) == want) {
+			ret = b * bs;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+uint64_t cache_next_absent(struct cache_obj *o, uint64_t off, uint64_t end)
+{
+	return scan_blocks(o, off, end, false);
+}
+
+uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end)
+{
+	return scan_blocks(o, off, end, true);
+}
+
 ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 {
 	struct cache *c = o->c;

@@ -460,8 +460,13 @@ static void readahead_push(struct gw *gw, struct gw_inode *ino,
 	}
 	ino->ra_front = to;
 	pthread_mutex_unlock(&ino->lock);
-	if (obj && cache_present(obj, from, to - from))
-		return;
+	/* Skip what the cache holds: fetch the first run of absent blocks. */
+	if (obj) {
+		from = cache_next_absent(obj, from, to);
+		if (from >= to)
+			return;
+		to = cache_next_present(obj, from, to);
+	}
 	/* Skip what fetches already cover, then fetch the first gap. */
 	for (;;) {
 		pthread_mutex_lock(&ino->lock);
@@ -510,6 +515,7 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	char *buf = NULL;
 	ssize_t got = 0;
 	unsigned stale = 0;
+	uint64_t gap_end;
 	bool at_eof;
 	size_t win;
 
@@ -547,11 +553,41 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			direct_read(gw, req, ino, fl, size, uoff);
 			return;
 		}
+		/* Blocks the cache has (the rest of a partial hit). */
+		gap_end = end;
+		if (obj) {
+			uint64_t absent = cache_next_absent(obj, pos, end);
+
+			if (absent > pos) {
+				size_t want = (size_t)((absent < end ? absent :
+							end) - pos);
+				ssize_t r;
+
+				if (!buf && !(buf = malloc(size))) {
+					got = -ENOMEM;
+					break;
+				}
+				r = cache_read(obj, buf + (pos - uoff), want,
+					       pos);
+				if (r == 0)
+					break;		/* end of the file */
+				if (r > 0) {
+					pos += (uint64_t)r;
+					if ((size_t)r < want)
+						break;	/* end of the file */
+					continue;
+				}
+				/* Failed its checksum: fetch it below. */
+			}
+			gap_end = cache_next_present(obj, pos, end);
+			if (gap_end <= pos)
+				gap_end = end;
+		}
 		pthread_mutex_lock(&ino->lock);
 		f = fetch_at_locked(ino, pos);
 		pthread_mutex_unlock(&ino->lock);
 		if (!f)
-			f = fetch_gap(gw, ino, cr, pos, end, bs);
+			f = fetch_gap(gw, ino, cr, pos, gap_end, bs);
 		if (!f) {
 			got = -ENOMEM;
 			break;
