@@ -313,6 +313,11 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 			o->source ? "MOUNTPOINT" : "SOURCE and MOUNTPOINT");
 		return -1;
 	}
+	/* Readahead fills are reserved in the cache before they are written:
+	 * a window near cache_size would make a reader cull its own blocks. */
+	if (o->cache_size && o->readahead > o->cache_size / 8)
+		o->readahead = o->cache_size / 8 > 4096 ? o->cache_size / 8 :
+							   4096;
 	if (o->acregmin > o->acregmax)
 		o->acregmax = o->acregmin;
 	if (o->acdirmin > o->acdirmax)

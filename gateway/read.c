@@ -42,6 +42,7 @@ struct gw_fetch {
 	size_t len;			/* bytes asked of the origin */
 	size_t got;			/* valid bytes from off, when done */
 	bool done, eof;			/* ino->lock */
+	bool filling;			/* queued for the fill thread; ino->lock */
 	int err;			/* -errno, when done */
 	uint64_t attr_gen;		/* the inode's attr_gen at start */
 	uint64_t wgen;			/* the inode's wgen at start */
@@ -96,7 +97,11 @@ static void trim_locked(struct gw_inode *ino, struct gw_fetch **freeme)
 	unsigned kept = 0;
 
 	while ((f = *pp)) {
-		if (f->done && ++kept > GW_FETCH_KEEP) {
+		/* A fetch waiting for its fill stays: until the blocks are
+		 * present, it is the only copy a reader can find. */
+		if (f->done && !f->filling && ++kept > GW_FETCH_KEEP &&
+		    (!ino->obj || kept > 4 * GW_FETCH_KEEP || f->err ||
+		     cache_present(ino->obj, f->off, f->got))) {
 			*pp = f->next;
 			fetch_unref_locked(f, freeme);
 			continue;
@@ -159,9 +164,10 @@ static void chunk_done(int status, void *priv)
 		 *    queued count keeps the inode and its object alive. */
 		fill = !f->err && f->got && ino->obj &&
 		       (f->got == f->len || f->eof);
-		if (fill)
+		if (fill) {
 			ino->fills_queued++;
-		else
+			f->filling = true;
+		} else
 			fetch_unref_locked(f, &freeme);
 		f->done = true;
 		pthread_cond_broadcast(&ino->fetch_cond);
@@ -215,6 +221,7 @@ static void *fill_thread(void *arg)
 		filled = cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
 		pthread_mutex_lock(&ino->lock);
 		ino->fills_queued--;
+		f->filling = false;
 		pthread_cond_broadcast(&ino->fetch_cond);
 		/* The cache has the bytes now: the fetch need not hold them
 		 * too (memory is what many open files multiply). cache_fill

@@ -25,7 +25,9 @@ done
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 mnt=$(harness_tmpdir mnt)
 
-msum() { timeout 60 sha256sum <"$mnt/$1" | cut -d' ' -f1; }
+# O_DIRECT: every read reaches the gateway (a page-cache hit of a file read
+# in the first pass would fill nothing, and culling could not be judged).
+msum() { timeout 60 dd if="$mnt/$1" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1; }
 # Bytes allocated by the object files (data + meta), as the cap counts them.
 alloc_bytes() { find "$1/objects" -type f -printf '%b\n' 2>/dev/null | awk '{ s += $1 * 512 } END { print s + 0 }'; }
 metric() { gw_metric "$cdir" "$1"; }
