@@ -42,6 +42,10 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1u << 20;
 	conn->max_write = 1u << 20;
 	conn->max_read = 1u << 20;
+	/* More requests in flight: readahead of 1 MiB requests is served by
+	 * several threads at once (the default of 12 throttles it). */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
