@@ -27,6 +27,7 @@
 #define CACHE_OBJ_DIR "objects"
 #define CACHE_META_SUFFIX ".meta"
 #define CACHE_URING_DEPTH 64
+#define CACHE_INFLIGHT_BYTES_MAX (64u << 20)	/* fill data in flight */
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
@@ -114,7 +115,7 @@ int cache_io_start(struct cache *c, unsigned depth);
 void cache_io_stop(struct cache *c);
 void cache_io_submit(struct cache *c, struct cache_req *r);
 void cache_io_requeue(struct cache *c, struct cache_req *r);
-void cache_io_release(struct cache *c);
+void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);
 void cache_inject_from_env(struct cache *c);
 ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
@@ -260,6 +261,7 @@ struct cache {
 	pthread_cond_t io_cond;
 	unsigned depth;
 	unsigned inflight;		/* guarded by io_lock */
+	uint64_t inflight_bytes;	/* bytes of those fills, io_lock */
 	pthread_t cq_thread;
 
 	/* Background culling for free space: guarded by cull_lock. */

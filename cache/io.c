@@ -228,9 +228,15 @@ static void io_queue(struct cache *c, struct cache_req *r)
 void cache_io_submit(struct cache *c, struct cache_req *r)
 {
 	pthread_mutex_lock(&c->io_lock);
-	while (c->inflight >= c->depth)
+	/* Bytes too: each fill holds a copy of its data until written, and
+	 * a disk slower than the network would otherwise let depth x 8 MiB
+	 * of copies pile up. */
+	while (c->inflight >= c->depth ||
+	       (c->inflight && c->inflight_bytes + r->wlen >
+			       CACHE_INFLIGHT_BYTES_MAX))
 		pthread_cond_wait(&c->io_cond, &c->io_lock);
 	c->inflight++;
+	c->inflight_bytes += r->wlen;
 	pthread_mutex_unlock(&c->io_lock);
 
 	r->inject_err = cache_inject(c, CACHE_INJECT_WRITE);
@@ -244,10 +250,11 @@ void cache_io_requeue(struct cache *c, struct cache_req *r)
 	io_queue(c, r);
 }
 
-void cache_io_release(struct cache *c)
+void cache_io_release(struct cache *c, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->io_lock);
 	c->inflight--;
+	c->inflight_bytes -= bytes;
 	pthread_cond_broadcast(&c->io_cond);
 	pthread_mutex_unlock(&c->io_lock);
 }

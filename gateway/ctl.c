@@ -78,6 +78,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  cs.fills_skipped);
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
 	  gw_itable_count(gw));
+	M("readahead_throttled_total", "counter",
+	  "Readaheads skipped because fills were behind.",
+	  __atomic_load_n(&gw->readahead_throttled, __ATOMIC_RELAXED));
 	M("fetch_buffers", "gauge", "Origin fetches in flight or kept.",
 	  __atomic_load_n(&gw->fetches, __ATOMIC_RELAXED));
 	M("fetch_buffer_bytes", "gauge",

@@ -276,6 +276,8 @@ struct gw {
 	bool fill_stop;				/* fill_lock */
 	pthread_t fill_thread;
 	bool fill_started;
+	uint64_t fill_queued_bytes;		/* atomic */
+	uint64_t readahead_throttled;		/* atomic */
 	/* write window */
 	pthread_mutex_t win_lock;
 	pthread_cond_t win_cond;

@@ -25,6 +25,8 @@
 /* Fetches found stale (a write came after them) a read refetches before it
  * settles for one: a steady writer must not starve readers. */
 #define GW_STALE_RETRIES 8
+/* Fetched bytes waiting for the fill thread beyond which readahead pauses. */
+#define GW_FILL_QUEUE_MAX (64u << 20)
 
 struct gw_chunk {
 	uint32_t want, got;
@@ -164,6 +166,7 @@ static void chunk_done(int status, void *priv)
 		 *    queued count keeps the inode and its object alive. */
 		fill = !f->err && f->got && ino->obj &&
 		       (f->got == f->len || f->eof);
+
 		if (fill) {
 			ino->fills_queued++;
 			f->filling = true;
@@ -184,6 +187,7 @@ static void chunk_done(int status, void *priv)
  * and a count in ino->fills_queued taken by the caller. */
 static void gw_fill_queue(struct gw *gw, struct gw_fetch *f)
 {
+	__atomic_fetch_add(&gw->fill_queued_bytes, f->got, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&gw->fill_lock);
 	f->fill_next = NULL;
 	if (gw->fill_tail)
@@ -219,6 +223,8 @@ static void *fill_thread(void *arg)
 		ino = f->ino;
 		/* The inode keeps its object while fills are queued. */
 		filled = cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
+		__atomic_fetch_sub(&gw->fill_queued_bytes, f->got,
+				   __ATOMIC_RELAXED);
 		pthread_mutex_lock(&ino->lock);
 		ino->fills_queued--;
 		f->filling = false;
@@ -451,6 +457,15 @@ static void readahead_push(struct gw *gw, struct gw_inode *ino,
 
 	if (!win)
 		return;
+	/* The fill thread is behind (the cache disk is slower than the
+	 * origin): fetch no further ahead until it catches up, rather than
+	 * hold ever more fetched data in memory. */
+	if (__atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED) >
+	    GW_FILL_QUEUE_MAX) {
+		__atomic_fetch_add(&gw->readahead_throttled, 1,
+				   __ATOMIC_RELAXED);
+		return;
+	}
 	if (gw_inode_cached_attr(gw, ino, &a) == 0)
 		fsize = a.size;
 	to = (reqend + win + bs - 1) & ~(bs - 1);
