@@ -231,7 +231,10 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	gw_reply_created(gw, req, p, newname, &cr, &c, NULL);
 }
 
-void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink and rmdir: one origin call that removes a name. */
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
+			int (*rm)(struct nfsc *, const struct nfsc_cred *,
+				  const struct nfsc_fh *, const char *))
 {
 	struct gw *gw = req_gw(req);
 	PARENT_OR_ESTALE(gw, req, parent, p);
@@ -239,24 +242,20 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	gw_req_cred(req, &cr);
-	ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
+	ret = rm(gw->nfs, &cr, &p->fh, name);
 	if (!ret)
 		dir_changed(p);
 	fuse_reply_err(req, -ret);
 }
 
+void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, nfsc_remove);
+}
+
 void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
-	struct nfsc_cred cr;
-	int ret;
-
-	gw_req_cred(req, &cr);
-	ret = nfsc_rmdir(gw->nfs, &cr, &p->fh, name);
-	if (!ret)
-		dir_changed(p);
-	fuse_reply_err(req, -ret);
+	remove_name(req, parent, name, nfsc_rmdir);
 }
 
 void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -11,24 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-			__LINE__, #cond); \
-		exit(1); \
-	} \
-} while (0)
-
-#define CHECK_EQ(a, b) do { \
-	long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) { \
-		fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", \
-			__FILE__, __LINE__, #a, _a, #b, _b); \
-		exit(1); \
-	} \
-} while (0)
+#include "cache_helpers.h"
 
 #define N 2000			/* handles of the single-threaded parts */
 #define THREADS 4
