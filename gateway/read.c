@@ -206,7 +206,7 @@ static void *fill_thread(void *arg)
 	for (;;) {
 		struct gw_fetch *f, *freeme = NULL;
 		struct gw_inode *ino;
-		bool filled;
+		bool filled, stale;
 
 		pthread_mutex_lock(&gw->fill_lock);
 		while (!gw->fill_head && !gw->fill_stop)
@@ -221,8 +221,16 @@ static void *fill_thread(void *arg)
 		if (!f)
 			break;		/* stopping and drained */
 		ino = f->ino;
+		/* A write or truncate answered since the fetch began may have
+		 * changed these bytes: such a fill would put old data under
+		 * the new size. (One racing the fill itself is caught by the
+		 * cache: fills of different bytes mark nothing.) */
+		pthread_mutex_lock(&ino->lock);
+		stale = f->wgen != ino->wgen;
+		pthread_mutex_unlock(&ino->lock);
 		/* The inode keeps its object while fills are queued. */
-		filled = cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
+		filled = !stale &&
+			 cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
 		__atomic_fetch_sub(&gw->fill_queued_bytes, f->got,
 				   __ATOMIC_RELAXED);
 		pthread_mutex_lock(&ino->lock);
@@ -561,6 +569,7 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			free(buf);
 			return;
 		}
+		got = 0;	/* a miss: go on piece by piece */
 	}
 	/* 2. fetches in flight or just done, and 3. the origin for what
 	 * none of them covers; piece by piece. */
