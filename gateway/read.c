@@ -45,6 +45,7 @@ struct gw_fetch {
 	size_t got;			/* valid bytes from off, when done */
 	bool done, eof;			/* ino->lock */
 	bool filling;			/* queued for the fill thread; ino->lock */
+	bool submitted;			/* the cache took its fill; ino->lock */
 	int err;			/* -errno, when done */
 	uint64_t attr_gen;		/* the inode's attr_gen at start */
 	uint64_t wgen;			/* the inode's wgen at start */
@@ -101,8 +102,11 @@ static void trim_locked(struct gw_inode *ino, struct gw_fetch **freeme)
 	while ((f = *pp)) {
 		/* A fetch waiting for its fill stays: until the blocks are
 		 * present, it is the only copy a reader can find. */
+		/* One whose fill the cache accepted stays until its blocks
+		 * are present (the cache bounds its writes in flight, so
+		 * this bounds memory too). */
 		if (f->done && !f->filling && ++kept > GW_FETCH_KEEP &&
-		    (!ino->obj || kept > 4 * GW_FETCH_KEEP || f->err ||
+		    (!f->submitted || !ino->obj || f->err ||
 		     cache_present(ino->obj, f->off, f->got))) {
 			*pp = f->next;
 			fetch_unref_locked(f, freeme);
@@ -242,6 +246,7 @@ static void *fill_thread(void *arg)
 		 * only queued the write, though: until it completes the
 		 * blocks are not present, and a read finding neither them nor
 		 * this fetch would fetch them again. */
+		f->submitted = filled;
 		if (filled && cache_present(ino->obj, f->off, f->got))
 			fetch_unlist_locked(ino, f, &freeme);
 		fetch_unref_locked(f, &freeme);
@@ -268,57 +273,6 @@ void gw_fill_stop(struct gw *gw)
 /* Start fetching [off, off+len) (block-aligned); the fetch is on the
  * inode's list when this returns, so others can wait for it. Returns it
  * with a reference for the caller, or NULL on allocation failure. */
-static struct gw_fetch *fetch_start(struct gw *gw, struct gw_inode *ino,
-				    const struct nfsc_cred *cr, uint64_t off,
-				    size_t len)
-{
-	uint32_t rs = nfsc_rsize(gw->nfs);
-	struct gw_fetch *f = calloc(1, sizeof(*f));
-	unsigned i;
-
-	if (!f)
-		return NULL;
-	f->gw = gw;
-	f->ino = ino;
-	f->off = off;
-	f->len = len;
-	f->nchunks = (unsigned)((len + rs - 1) / rs);
-	f->chunks = calloc(f->nchunks, sizeof(*f->chunks));
-	f->buf = malloc(len);
-	if (!f->chunks || !f->buf) {
-		free(f->chunks);
-		free(f->buf);
-		free(f);
-		return NULL;
-	}
-	f->refs = 3;			/* list, caller, the READs */
-	__atomic_fetch_add(&gw->fetch_bytes, len, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&gw->fetches, 1, __ATOMIC_RELAXED);
-	f->attr_gen = gw_inode_attr_gen(ino);
-	pthread_mutex_lock(&ino->lock);
-	f->wgen = ino->wgen;
-	pthread_mutex_unlock(&ino->lock);
-	f->pending = f->nchunks;
-	pthread_mutex_lock(&ino->lock);
-	f->next = ino->fetches;
-	ino->fetches = f;
-	pthread_mutex_unlock(&ino->lock);
-	for (i = 0; i < f->nchunks; i++) {
-		struct gw_chunk *c = &f->chunks[i];
-		uint64_t o = (uint64_t)i * rs;
-		int ret;
-
-		c->want = (uint32_t)(len - o < rs ? len - o : rs);
-		ret = nfsc_read_async(gw->nfs, -1, cr, &ino->fh, off + o,
-				      c->want, f->buf + o, &c->got, &c->eof,
-				      &c->attr, &c->has_attr, chunk_done, f);
-		if (ret) {
-			/* Not queued: account for it as a failed READ. */
-			chunk_done(ret, f);
-		}
-	}
-	return f;
-}
 
 static void fetch_put(struct gw_inode *ino, struct gw_fetch *f)
 {
@@ -436,21 +390,74 @@ static struct gw_fetch *fetch_at_locked(struct gw_inode *ino, uint64_t pos)
 	return NULL;
 }
 
-/* Fetch the blocks of [pos, end), stopping short of a fetch that already
- * covers a later part of it, so no byte is asked of the origin twice. */
+/* Start a fetch of [pos, end) rounded out to whole blocks, unless one
+ * already holds pos: then that one is returned. The check, the clipping
+ * against fetches further on and the insertion are one locked step, so two
+ * threads never fetch the same bytes. Returns the fetch with a reference
+ * for the caller, or NULL on allocation failure. */
 static struct gw_fetch *fetch_gap(struct gw *gw, struct gw_inode *ino,
 				  const struct nfsc_cred *cr, uint64_t pos,
 				  uint64_t end, uint64_t bs)
 {
 	uint64_t start = pos & ~(bs - 1), stop = (end + bs - 1) & ~(bs - 1);
-	struct gw_fetch *g;
+	uint32_t rs = nfsc_rsize(gw->nfs);
+	uint64_t attr_gen = gw_inode_attr_gen(ino);
+	struct gw_fetch *f = calloc(1, sizeof(*f)), *g;
+	size_t len;
+	unsigned i;
 
+	if (!f)
+		return NULL;
+	f->buf = malloc(stop - start);
+	f->chunks = calloc((stop - start + rs - 1) / rs, sizeof(*f->chunks));
+	if (!f->chunks || !f->buf) {
+		free(f->chunks);
+		free(f->buf);
+		free(f);
+		return NULL;
+	}
 	pthread_mutex_lock(&ino->lock);
+	g = fetch_at_locked(ino, pos);
+	if (g) {
+		pthread_mutex_unlock(&ino->lock);
+		free(f->chunks);
+		free(f->buf);
+		free(f);
+		return g;
+	}
 	for (g = ino->fetches; g; g = g->next)
 		if (!(g->done && g->err) && g->off > pos && g->off < stop)
 			stop = g->off;
+	len = stop - start;
+	f->gw = gw;
+	f->ino = ino;
+	f->off = start;
+	f->len = len;
+	f->nchunks = (unsigned)((len + rs - 1) / rs);
+	f->refs = 3;			/* list, caller, the READs */
+	f->pending = f->nchunks;
+	f->attr_gen = attr_gen;
+	f->wgen = ino->wgen;
+	f->next = ino->fetches;
+	ino->fetches = f;
 	pthread_mutex_unlock(&ino->lock);
-	return fetch_start(gw, ino, cr, start, stop - start);
+	__atomic_fetch_add(&gw->fetch_bytes, len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&gw->fetches, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < f->nchunks; i++) {
+		struct gw_chunk *c = &f->chunks[i];
+		uint64_t o = (uint64_t)i * rs;
+		int ret;
+
+		c->want = (uint32_t)(len - o < rs ? len - o : rs);
+		ret = nfsc_read_async(gw->nfs, -1, cr, &ino->fh, start + o,
+				      c->want, f->buf + o, &c->got, &c->eof,
+				      &c->attr, &c->has_attr, chunk_done, f);
+		if (ret) {
+			/* Not queued: account for it as a failed READ. */
+			chunk_done(ret, f);
+		}
+	}
+	return f;
 }
 
 /* Keep the readahead front readahead-window bytes ahead of a sequential
