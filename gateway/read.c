@@ -307,6 +307,25 @@ static bool fetch_wait_fresh(struct gw_inode *ino, struct gw_fetch *f,
 	return fresh;
 }
 
+/* Would a reply of n bytes at off end short of data the gateway knows is
+ * at the origin (a write through it extended the file and was answered)?
+ * Such a reply was read before that write landed; a short read would
+ * make the kernel zero-fill pages, or leave a hole in an O_DIRECT read
+ * assembled from several requests. */
+static bool short_of_known(struct gw_inode *ino, uint64_t off, size_t n,
+			   size_t size)
+{
+	uint64_t known = 0;
+
+	if (n >= size)
+		return false;
+	pthread_mutex_lock(&ino->lock);
+	if (ino->attr_valid)
+		known = ino->attr.size;
+	pthread_mutex_unlock(&ino->lock);
+	return off + n < known;
+}
+
 /* Reply to req with [off, off+size) of f, then drop the reference. The
  * bytes are copied out first: the reference must be dropped before the
  * reply, since once the kernel has the reply the inode may go away.
@@ -315,7 +334,7 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 			struct gw_fetch *f, size_t size, uint64_t off,
 			bool accept_stale)
 {
-	size_t skip, n = 0;
+	size_t skip = 0, n = 0;
 	char *buf = NULL;
 	int err;
 
@@ -328,6 +347,18 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 	if (!err && off < f->off + f->got) {
 		skip = (size_t)(off - f->off);
 		n = f->got - skip < size ? f->got - skip : size;
+	}
+	if (!err && short_of_known(ino, off, n, size)) {
+		struct gw_fetch *freeme = NULL;
+
+		pthread_mutex_lock(&ino->lock);
+		fetch_unlist_locked(ino, f, &freeme);
+		pthread_mutex_unlock(&ino->lock);
+		fetch_free_list(freeme);
+		fetch_put(ino, f);
+		return false;	/* stale end of file: the caller reads again */
+	}
+	if (!err && n) {
 		buf = malloc(n);
 		if (buf)
 			memcpy(buf, f->buf + skip, n);
@@ -570,7 +601,7 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			return;
 		}
 		got = cache_read(obj, buf, size, uoff);
-		if (got >= 0) {
+		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size)) {
 			readahead_push(gw, ino, cr, obj, end, win, bs);
 			fuse_reply_buf(req, buf, (size_t)got);
 			free(buf);
@@ -668,6 +699,11 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		got = -ENOMEM;
 	readahead_push(gw, ino, cr, obj, end, win, bs);
 	trim(ino);
+	if (!got && short_of_known(ino, uoff, (size_t)(pos - uoff), size)) {
+		free(buf);
+		direct_read(gw, req, ino, fl, size, uoff);
+		return;
+	}
 	if (got < 0)
 		fuse_reply_err(req, (int)-got);
 	else
