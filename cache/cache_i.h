@@ -90,6 +90,24 @@ int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h);
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap);
 
+/* ---- fault injection, shared by io.c and nodes.c ---------------------------
+ * *count: calls still to fail (<0: all of them, 0: none); *err: the errno
+ * they fail with. Returns 0, or -errno for a call that is to fail. */
+static inline int cache_inject_take(int *count, const int *err)
+{
+	int cnt = __atomic_load_n(count, __ATOMIC_ACQUIRE);
+
+	do {
+		if (cnt == 0)
+			return 0;
+		if (cnt < 0)
+			break;
+	} while (!__atomic_compare_exchange_n(count, &cnt, cnt - 1, false,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return -__atomic_load_n(err, __ATOMIC_RELAXED);
+}
+
 /* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
 
 /* One fill in flight: a contiguous run of blocks of one object. */

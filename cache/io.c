@@ -21,20 +21,9 @@ void cache_inject_error(struct cache *c, unsigned ops, int err, int count)
 /* 0, or -errno if this call of kind op is to fail. */
 int cache_inject(struct cache *c, unsigned op)
 {
-	int cnt;
-
 	if (!(__atomic_load_n(&c->inject_ops, __ATOMIC_ACQUIRE) & op))
 		return 0;
-	cnt = __atomic_load_n(&c->inject_count, __ATOMIC_RELAXED);
-	do {
-		if (cnt == 0)
-			return 0;
-		if (cnt < 0)
-			break;
-	} while (!__atomic_compare_exchange_n(&c->inject_count, &cnt, cnt - 1,
-					      false, __ATOMIC_RELAXED,
-					      __ATOMIC_RELAXED));
-	return -__atomic_load_n(&c->inject_err, __ATOMIC_RELAXED);
+	return cache_inject_take(&c->inject_count, &c->inject_err);
 }
 
 static int parse_errno(const char *s)

@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "cache.h"
+#include "cache_i.h"
 
 #define NODES_MAGIC "CGWNODES"
 #define NODES_VERSION 1u
@@ -127,17 +128,7 @@ void cache_nodes_inject_error(struct cache_nodes *t, int err, int count)
 
 static int nodes_inject(struct cache_nodes *t)
 {
-	int cnt = __atomic_load_n(&t->inject_count, __ATOMIC_ACQUIRE);
-
-	do {
-		if (cnt == 0)
-			return 0;
-		if (cnt < 0)
-			break;
-	} while (!__atomic_compare_exchange_n(&t->inject_count, &cnt, cnt - 1,
-					      false, __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
-	return -__atomic_load_n(&t->inject_err, __ATOMIC_RELAXED);
+	return cache_inject_take(&t->inject_count, &t->inject_err);
 }
 
 static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
