@@ -146,6 +146,8 @@ void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
 void gw_inode_invalidate_attr(struct gw_inode *ino);
+void gw_inode_set_attr_if_newer(struct gw_inode *ino,
+				const struct nfsc_attr *attr);
 /* Attributes from a reply to a call sent when the inode's attr_gen was
  * gen: kept only if nothing updated the attributes since (an origin call
  * can be answered after a WRITE that it preceded at the origin). */

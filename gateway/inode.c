@@ -200,7 +200,7 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
 	if (attr)
-		gw_inode_set_attr(ino, attr);
+		gw_inode_set_attr_if_newer(ino, attr);
 	return ino;
 }
 
@@ -297,6 +297,21 @@ bool gw_inode_set_attr_since(struct gw_inode *ino,
 	set = gw_inode_set_attr_since_locked(ino, attr, gen);
 	pthread_mutex_unlock(&ino->lock);
 	return set;
+}
+
+/* LOOKUP and READDIRPLUS replies may have been answered before a WRITE
+ * whose post-op attributes we already hold: never step back in ctime. */
+void gw_inode_set_attr_if_newer(struct gw_inode *ino,
+				const struct nfsc_attr *attr)
+{
+	pthread_mutex_lock(&ino->lock);
+	if (!ino->attr_valid || !gw_attr_newer(&ino->attr, attr)) {
+		ino->attr = *attr;
+		clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
+		ino->attr_valid = true;
+		ino->attr_gen++;
+	}
+	pthread_mutex_unlock(&ino->lock);
 }
 
 void gw_inode_invalidate_attr(struct gw_inode *ino)

@@ -409,6 +409,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (created) {
 		a = *created;
 	} else {
+		uint64_t gen;
 		bool fresh;
 
 		/* 1. Never serve a byte the origin would refuse this user,
@@ -416,14 +417,18 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		mask = (fi->flags & O_ACCMODE) == O_RDONLY ? R_OK :
 		       (fi->flags & O_ACCMODE) == O_WRONLY ? W_OK :
 							     R_OK | W_OK;
+		gen = gw_inode_attr_gen(ino);
 		ret = gw_access_check(gw, ino, &f->cred, mask, &a, &fresh);
 		if (ret)
 			goto out_free;
 		/* 2. Close-to-open: the origin's attributes now (those that
-		 *    came with ACCESS are as fresh), unless nocto. */
-		if (fresh)
-			gw_inode_set_attr(ino, &a);
-		else
+		 *    came with ACCESS are as fresh), unless nocto. A write
+		 *    answered meanwhile is newer than them: keep its. */
+		if (fresh && !gw_inode_set_attr_since(ino, &a, gen)) {
+			pthread_mutex_lock(&ino->lock);
+			a = ino->attr;
+			pthread_mutex_unlock(&ino->lock);
+		} else if (!fresh)
 			ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
 		if (ret < 0)
 			goto out_free;
