@@ -185,9 +185,6 @@ int cache_verify(struct cache *c, const char *name, int repair,
  * for an object referenced in this process, its data dropped. Needs OWNER
  * or MODIFY mode (-EROFS). 0, -ENOENT, or -errno. */
 int cache_evict(struct cache *c, const char *name);
-/* Cull least-recently-used objects until at most target allocated bytes
- * remain (OWNER/MODIFY). Returns the objects culled or -errno. */
-int cache_cull_to(struct cache *c, uint64_t target);
 
 /* Fault injection in front of every backing-store call (kernel
  * cachefiles_inject_write_error() style). The next count calls of the kinds

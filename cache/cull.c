@@ -160,19 +160,6 @@ void cache_unreserve(struct cache *c, uint64_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
-int cache_cull_to(struct cache *c, uint64_t target)
-{
-	int n = 0;
-
-	if (!cache_writable(c))
-		return -EROFS;
-	pthread_mutex_lock(&c->lock);
-	while (c->used + c->overhead > target && !cull_one_locked(c, NULL))
-		n++;
-	pthread_mutex_unlock(&c->lock);
-	return n;
-}
-
 /* Below bcull, free what brun asks for. The amount is computed once from
  * statvfs and then counted down from our own accounting: free space reported
  * by the filesystem lags behind unlinks (journal commit), and re-reading it

@@ -114,10 +114,3 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	}
 	return (granted & want) == want ? 0 : -EACCES;
 }
-
-void gw_access_forget(struct gw_inode *ino)
-{
-	pthread_mutex_lock(&ino->lock);
-	memset(ino->access, 0, sizeof(ino->access));
-	pthread_mutex_unlock(&ino->lock);
-}

@@ -213,14 +213,12 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
-void gw_access_forget(struct gw_inode *ino);
 
 /* ---- write.c ---- */
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, const char *buf, size_t size, off_t off);
 /* Report (and clear) a pending write error; commit: COMMIT first. */
-int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
-		   bool commit);
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
 void gw_write_forget(struct gw_inode *ino);
 
 /* ---- read.c ---- */

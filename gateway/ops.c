@@ -533,8 +533,8 @@ static void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 	struct gw *gw = req_gw(req);
 	INODE_OR_ESTALE(gw, req, nodeid, ino);
 
-	fuse_reply_err(req, -gw_write_flush(gw, ino,
-			(struct gw_file *)(uintptr_t)fi->fh, true));
+	(void)fi;
+	fuse_reply_err(req, -gw_write_flush(gw, ino, true));
 }
 
 static void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
@@ -575,7 +575,7 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 	if (ino) {
 		/* Data written without a flush (e.g. by a re-exporter) is
 		 * committed before the file is let go. */
-		if (gw_write_flush(gw, ino, NULL, true))
+		if (gw_write_flush(gw, ino, true))
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, fi);

@@ -332,11 +332,11 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		sa.mtime = st->st_mtim;
 	}
 	gw_req_cred(req, &cr);
-	/* Writes still in flight must land before a truncate or the data
-	 * would come back after it. */
+	/* Uncommitted writes are committed before a truncate: kept for a
+	 * resend after it, they could bring cut data back. */
+	(void)fi;
 	if (sa.set_size) {
-		ret = gw_write_flush(gw, ino, fi ? (struct gw_file *)
-				     (uintptr_t)fi->fh : NULL, false);
+		ret = gw_write_flush(gw, ino, true);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;

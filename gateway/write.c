@@ -201,12 +201,10 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	return ret;
 }
 
-int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
-		   bool commit)
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
 {
 	int ret = 0;
 
-	(void)f;
 	/* Writes are answered before the FUSE reply, so none is in flight
 	 * for this inode here; what remains is uncommitted data. */
 	if (commit)
