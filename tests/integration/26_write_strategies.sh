@@ -1,5 +1,5 @@
 #!/bin/bash
-# Each cache_write mode (direct, dontcache, buffered, fadvise): a 16 MiB file read cold, remount, drop caches, read warm: exact bytes, hit bytes == file size, no origin READ; verify clean; direct leaves the cache's data out of the page cache.
+# Each cache_write mode (direct, dontcache, buffered, fadvise): a 16 MiB file read cold, remount, drop caches, read warm: exact bytes, hit bytes >= file size, no origin READ; verify clean; direct leaves the cache's data out of the page cache.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -47,7 +47,14 @@ for mode in direct dontcache buffered fadvise; do
 	h=$(gw_metric "$cdir" cache_hit_bytes_total)
 	o=$(gw_metric "$cdir" origin_read_bytes_total)
 	c=$(gw_metric "$cdir" cache_corrupt_blocks_total)
-	[ "$h" = "$SIZE" ] || bad "$mode: warm read: cache_hit_bytes_total ${h:-none}, want $SIZE"
+	# Every byte came from the cache (no origin READ, checked below). The
+	# kernel may ask for a few pages twice (readahead pages dropped and read
+	# again), so the hit count is at least the size, not exactly it.
+	if [ -z "$h" ] || [ "$h" -lt "$SIZE" ]; then
+		bad "$mode: warm read: cache_hit_bytes_total ${h:-none}, want >= $SIZE"
+	elif [ "$h" -gt "$SIZE" ]; then
+		echo "$mode: the kernel asked for $((h - SIZE)) bytes twice during the warm read" >&2
+	fi
 	[ "$o" = 0 ] || bad "$mode: warm read: origin_read_bytes_total ${o:-none}, want 0"
 	[ "$c" = 0 ] || bad "$mode: warm read: cache_corrupt_blocks_total ${c:-none}"
 	unmount_gateway "$mnt" || bad "$mode: unmount (log: $GW_LOG)"
