@@ -122,6 +122,15 @@ uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end);
  * cache_size), other -errno on failure. The caller never waits for it. */
 int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off);
 
+/* cache_fill without the copy: the cache writes buf itself. buf must be
+ * aligned to CACHE_BUF_ALIGN with room for len rounded up to it (the cache
+ * zeroes the bytes past len), and must not change until release(arg) is
+ * called. release is called exactly once, in every case (perhaps before
+ * this returns, perhaps on another thread). Returns as cache_fill. */
+#define CACHE_BUF_ALIGN 4096u
+int cache_fill_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		   void (*release)(void *), void *arg);
+
 /* Wait for every queued fill of the cache to complete (tests, shutdown). */
 void cache_drain(struct cache *c);
 

@@ -121,7 +121,10 @@ struct cache_req {
 	size_t wlen;			/* bytes written (DIO-padded) */
 	uint64_t off;
 	uint64_t reserved;		/* bytes reserved in c->reserved */
-	void *buf;			/* aligned copy of the caller's data */
+	void *buf;			/* aligned copy of the caller's data,
+					 * or the caller's own (release) */
+	void (*release)(void *);	/* given buf: called instead of free */
+	void *release_arg;
 	int fd;
 	int rw_flags;			/* RWF_DONTCACHE or 0 */
 	int inject_err;			/* fault injected at submit: -errno */

@@ -12,7 +12,10 @@
 
 static void req_free(struct cache_req *r)
 {
-	free(r->buf);
+	if (r->release)
+		r->release(r->release_arg);
+	else
+		free(r->buf);
 	free(r->csums);
 	free(r->skip);
 	free(r);
@@ -56,7 +59,10 @@ static int plan_marks_locked(struct cache_obj *o, struct cache_req *r)
 	return ret;
 }
 
-int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
+/* cache_fill and cache_fill_ref: with release set, buf is the caller's and
+ * is written in place (and released in every case). */
+static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
+		void (*release)(void *), void *arg)
 {
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size;
@@ -66,27 +72,33 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 	unsigned pct;
 	int ret;
 
-	if (!cache_writable(c))
-		return -EROFS;
+	if (!cache_writable(c)) {
+		ret = -EROFS;
+		goto out_release;
+	}
 	/* 1. Validate against the object as it is now. */
 	pthread_mutex_lock(&o->lock);
 	if (!o->opened || o->broken) {
 		pthread_mutex_unlock(&o->lock);
-		return -EIO;
+		ret = -EIO;
+		goto out_release;
 	}
 	size = o->hdr->size;
 	salt = o->hdr->salt;
 	gen = o->gen;
 	direct = o->direct;
 	pthread_mutex_unlock(&o->lock);
-	if (off % bs)
-		return -EINVAL;
-	if (off >= size || !len)
-		return 0;
-	if (len > size - off)
+	ret = 0;
+	if (off % bs || (release && (uintptr_t)buf % CACHE_BUF_ALIGN))
+		ret = -EINVAL;
+	else if (off >= size || !len)
+		goto out_release;
+	else if (len > size - off)
 		len = size - off;
 	else if (len % bs && off + len != size)
-		return -EINVAL;
+		ret = -EINVAL;
+	if (ret)
+		goto out_release;
 
 	/* 2. Room: free space (bstop) and cache_size. Free space counts this
 	 *    fill too: one fill can be a whole readahead window (8 MiB), more
@@ -100,11 +112,16 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 	}
 	if (pct < c->bstop) {
 		STAT_ADD(c, fills_skipped, 1);
-		return -ENOSPC;
+		ret = -ENOSPC;
+		goto out_release;
 	}
 	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
+	if (!r) {
+		ret = -ENOMEM;
+		goto out_release;
+	}
+	r->release = release;
+	r->release_arg = arg;
 	r->o = o;
 	r->gen = gen;
 	r->off = off;
@@ -120,15 +137,17 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 		goto out_free;
 	}
 
-	/* 3. Copy and checksum outside any lock: the caller's buffer is free
-	 *    again when we return. */
+	/* 3. Copy (unless the buffer is given) and checksum outside any
+	 *    lock: a copied buffer is the caller's again when we return. */
 	ret = -ENOMEM;
-	r->buf = cache_alloc_aligned(r->wlen);
+	if (release)
+		r->buf = (void *)buf;
+	else if ((r->buf = cache_alloc_aligned(r->wlen)))
+		memcpy(r->buf, buf, len);
 	r->csums = calloc(r->nblk, 8);
 	r->skip = calloc(r->nblk, 1);
 	if (!r->buf || !r->csums || !r->skip)
 		goto out_free;
-	memcpy(r->buf, buf, len);
 	memset((char *)r->buf + len, 0, r->wlen - len);
 	for (uint32_t i = 0; i < r->nblk; i++) {
 		size_t blen = (i + 1) * (size_t)bs <= len ? bs : len - i * (size_t)bs;
@@ -178,6 +197,22 @@ out_free:
 	cache_unreserve(c, r->reserved);
 	req_free(r);
 	return ret;
+
+out_release:
+	if (release)
+		release(arg);
+	return ret;
+}
+
+int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
+{
+	return fill(o, buf, len, off, NULL, NULL);
+}
+
+int cache_fill_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		   void (*release)(void *), void *arg)
+{
+	return fill(o, buf, len, off, release, arg);
 }
 
 /* Completion of a fill (completion thread, or a submitter whose submit

@@ -86,6 +86,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("fetch_buffer_bytes", "gauge",
 	  "Bytes held by origin fetches in flight or kept.",
 	  __atomic_load_n(&gw->fetch_bytes, __ATOMIC_RELAXED));
+	M("data_buffer_bytes", "gauge",
+	  "Bytes of data buffers mapped (in use and recycled).",
+	  gw_buf_mapped());
 #undef M
 	return n;
 }
@@ -155,6 +158,7 @@ static void *ctl_thread(void *arg)
 			/* Housekeeping: read buffers of all sizes come and go
 			 * on many threads; give the freed pages back so the
 			 * gateway's memory stays flat under load. */
+			gw_buf_trim(false);
 			malloc_trim(0);
 			continue;
 		}

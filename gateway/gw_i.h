@@ -63,6 +63,18 @@ void gw_usage(const char *prog);
 /* ---- main.c ---- */
 void gw_set_kernel_readahead(const struct gw_opts *o);
 
+/* ---- buf.c: shared, page-aligned data buffers ----
+ * gw_buf_get gives a buffer of at least len bytes (gw_buf_capacity) with
+ * one reference, aligned for O_DIRECT; gw_buf_put drops one, and the last
+ * recycles it. NULL on failure. */
+char *gw_buf_get(size_t len);
+size_t gw_buf_capacity(const char *data);
+void gw_buf_ref(char *data);
+void gw_buf_put(char *data);
+void gw_buf_release_cb(void *data);	/* gw_buf_put as a callback */
+uint64_t gw_buf_mapped(void);		/* bytes mapped, for the metrics */
+void gw_buf_trim(bool force);		/* unmap the recycled ones when idle */
+
 /* ---- log.c ---- */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Route stderr to syslog (or logfile) once the daemon has detached. */

@@ -317,7 +317,11 @@ out_cache:
 	if (gw.nodes)
 		cache_nodes_close(gw.nodes);
 	if (gw.cache)
-		cache_close(gw.cache);
+		cache_close(gw.cache);	/* completes the fills holding buffers */
+	gw_buf_trim(true);
+	if (gw_buf_mapped())
+		gw_log("BUG: %llu bytes of data buffers still referenced at exit",
+		       (unsigned long long)gw_buf_mapped());
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();
 	return ret;

@@ -72,7 +72,7 @@ static void fetch_free_list(struct gw_fetch *f)
 		__atomic_fetch_sub(&f->gw->fetch_bytes, f->len, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&f->gw->fetches, 1, __ATOMIC_RELAXED);
 		free(f->chunks);
-		free(f->buf);
+		gw_buf_put(f->buf);
 		free(f);
 		f = next;
 	}
@@ -233,8 +233,14 @@ static void *fill_thread(void *arg)
 		stale = f->wgen != ino->wgen;
 		pthread_mutex_unlock(&ino->lock);
 		/* The inode keeps its object while fills are queued. */
+		/* The cache writes the fetch's own buffer (aligned, with
+		 * room to the next 4 KiB: it is whole blocks long) and drops
+		 * its reference when the write is done. */
+		if (!stale)
+			gw_buf_ref(f->buf);
 		filled = !stale &&
-			 cache_fill(ino->obj, f->buf, f->got, f->off) == 0;
+			 cache_fill_ref(ino->obj, f->buf, f->got, f->off,
+					gw_buf_release_cb, f->buf) == 0;
 		__atomic_fetch_sub(&gw->fill_queued_bytes, f->got,
 				   __ATOMIC_RELAXED);
 		pthread_mutex_lock(&ino->lock);
@@ -327,9 +333,10 @@ static bool short_of_known(struct gw_inode *ino, uint64_t off, size_t n,
 }
 
 /* Reply to req with [off, off+size) of f, then drop the reference. The
- * bytes are copied out first: the reference must be dropped before the
- * reply, since once the kernel has the reply the inode may go away.
- * false (nothing replied) if f turned out stale. */
+ * reference to f must be dropped before the reply, since once the kernel
+ * has the reply the inode may go away: the reply holds a reference to
+ * f's buffer instead (no copy). false (nothing replied) if f turned out
+ * stale. */
 static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 			struct gw_fetch *f, size_t size, uint64_t off,
 			bool accept_stale)
@@ -359,18 +366,15 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 		return false;	/* stale end of file: the caller reads again */
 	}
 	if (!err && n) {
-		buf = malloc(n);
-		if (buf)
-			memcpy(buf, f->buf + skip, n);
-		else
-			err = -ENOMEM;
+		buf = f->buf;
+		gw_buf_ref(buf);
 	}
 	fetch_put(ino, f);
 	if (err)
 		fuse_reply_err(req, -err);
 	else
-		fuse_reply_buf(req, buf, n);	/* n = 0 at or past EOF */
-	free(buf);
+		fuse_reply_buf(req, buf ? buf + skip : NULL, n); /* n = 0: EOF */
+	gw_buf_put(buf);
 	return true;
 }
 
@@ -439,11 +443,11 @@ static struct gw_fetch *fetch_gap(struct gw *gw, struct gw_inode *ino,
 
 	if (!f)
 		return NULL;
-	f->buf = malloc(stop - start);
+	f->buf = gw_buf_get(stop - start);
 	f->chunks = calloc((stop - start + rs - 1) / rs, sizeof(*f->chunks));
 	if (!f->chunks || !f->buf) {
 		free(f->chunks);
-		free(f->buf);
+		gw_buf_put(f->buf);
 		free(f);
 		return NULL;
 	}
@@ -452,7 +456,7 @@ static struct gw_fetch *fetch_gap(struct gw *gw, struct gw_inode *ino,
 	if (g) {
 		pthread_mutex_unlock(&ino->lock);
 		free(f->chunks);
-		free(f->buf);
+		gw_buf_put(f->buf);
 		free(f);
 		return g;
 	}
@@ -595,18 +599,20 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	/* 1. the cache */
 	if (obj) {
 		/* Aligned, so whole blocks are read into it directly. */
-		buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
-		if (!buf) {
+		char *cbuf = gw_buf_get(size ? size : 1);
+
+		if (!cbuf) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		got = cache_read(obj, buf, size, uoff);
+		got = cache_read(obj, cbuf, size, uoff);
 		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size)) {
 			readahead_push(gw, ino, cr, obj, end, win, bs);
-			fuse_reply_buf(req, buf, (size_t)got);
-			free(buf);
+			fuse_reply_buf(req, cbuf, (size_t)got);
+			gw_buf_put(cbuf);
 			return;
 		}
+		gw_buf_put(cbuf);
 		got = 0;	/* a miss: go on piece by piece */
 	}
 	/* 2. fetches in flight or just done, and 3. the origin for what
