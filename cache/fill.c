@@ -148,7 +148,9 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	r->skip = calloc(r->nblk, 1);
 	if (!r->buf || !r->csums || !r->skip)
 		goto out_free;
-	memset((char *)r->buf + len, 0, r->wlen - len);
+	/* The bytes past the end up to the write unit: not stale memory. */
+	memset((char *)r->buf + len, 0,
+	       (release ? ALIGN_UP(len, CACHE_BUF_ALIGN) : r->wlen) - len);
 	for (uint32_t i = 0; i < r->nblk; i++) {
 		size_t blen = (i + 1) * (size_t)bs <= len ? bs : len - i * (size_t)bs;
 
