@@ -22,7 +22,7 @@
 #define CACHE_COH_MAX 64	/* bytes of a coherency blob */
 #define CACHE_BLOCK_MIN (4u << 10)
 #define CACHE_BLOCK_MAX (4u << 20)
-#define CACHE_BLOCK_DEFAULT (256u << 10)
+#define CACHE_BLOCK_DEFAULT (64u << 10)
 
 struct cache;		/* one cache directory, opened */
 struct cache_obj;	/* one object, opened (reference counted) */

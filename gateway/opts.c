@@ -105,7 +105,7 @@ void gw_usage(const char *prog)
 "Options (-o, comma separated):\n"
 "  cache_dir=DIR        the cache directory (required)\n"
 "  cache_size=BYTES     hard cap on cached bytes (K/M/G/T suffixes)\n"
-"  cache_block=BYTES    block size of new caches, power of two 4K..4M [256K]\n"
+"  cache_block=BYTES    block size of new caches, power of two 4K..4M [64K]\n"
 "  cache_write=MODE     direct | dontcache | buffered | fadvise [direct]\n"
 "  brun=%%,bcull=%%,bstop=%% free-space thresholds of the cache fs [10,7,3]\n"
 "  readahead=BYTES      largest readahead window [8M]\n"

@@ -28,12 +28,12 @@ mnt=$(harness_tmpdir mnt)
 for mode in through around; do
 	d=$data/$mode
 	mkdir "$d"
-	# A: 4 MiB + 777 (cache blocks 256 KiB: a partial last block),
+	# A: 4 MiB + 777 (this test sets cache_block=256K: a partial last block),
 	# T: 2 MiB to truncate, both read through the mount before the writes.
 	head -c $((4194304 + 777)) /dev/urandom >"$d/A"
 	head -c 2097152 /dev/urandom >"$d/T"
 	cdir=$(harness_tmpdir "cache-$mode")
-	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,cache_writes=$mode" || exit 1
+	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,cache_writes=$mode,cache_block=256K" || exit 1
 	M=$mnt/$mode
 	cat "$M/A" "$M/T" >/dev/null || bad "$mode: first read failed"
 
@@ -74,7 +74,7 @@ for mode in through around; do
 		{ bad "$mode: cachegw-inspect verify found damage"; tail -n 5 "$work/verify.$mode" >&2; }
 
 	# Remount on the same cache, no page cache: read back.
-	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,cache_writes=$mode" || exit 1
+	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,cache_writes=$mode,cache_block=256K" || exit 1
 	drop_caches
 	# a. Rewritten ranges, read alone with O_DIRECT (no kernel readahead
 	# around them): A's whole rewritten block (512 KiB..768 KiB), A's
