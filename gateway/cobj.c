@@ -74,6 +74,15 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 	obj = ino->obj;
 	pthread_mutex_unlock(&ino->lock);
 	if (obj) {
+		bool writing;
+
+		/* A difference may be our own unanswered write (its answer
+		 * updates the coherency data): not a change by someone else. */
+		pthread_mutex_lock(&ino->lock);
+		writing = ino->writes_inflight > 0;
+		pthread_mutex_unlock(&ino->lock);
+		if (writing)
+			return 0;
 		ret = cache_obj_check(obj, &c, sizeof(c), a->size);
 		if (ret > 0)
 			gw_inode_drop_fetch(ino);

@@ -78,6 +78,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  cs.fills_skipped);
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
 	  gw_itable_count(gw));
+	M("kernel_cache_drops_total", "counter",
+	  "Times the kernel was told to drop a file's pages (changed at the origin).",
+	  __atomic_load_n(&gw->kernel_cache_drops, __ATOMIC_RELAXED));
 	M("readahead_throttled_total", "counter",
 	  "Readaheads skipped because fills were behind.",
 	  __atomic_load_n(&gw->readahead_throttled, __ATOMIC_RELAXED));

@@ -117,6 +117,11 @@ struct gw_inode {
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
 					 * truncate through the gateway */
+	unsigned writes_inflight;	/* WRITEs sent, not yet answered: the
+					 * origin's attributes may already
+					 * show them */
+	uint64_t writes_started;	/* FUSE writes taken in, and answered */
+	uint64_t writes_done;		/* (fetch_cond is broadcast on each) */
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
 	uint64_t ra_front;		/* end of the furthest readahead */
@@ -290,6 +295,9 @@ struct gw {
 	bool fill_started;
 	uint64_t fill_queued_bytes;		/* atomic */
 	uint64_t readahead_throttled;		/* atomic */
+	uint64_t kernel_cache_drops;		/* atomic: opens without
+						 * keep_cache after an earlier
+						 * open, and invalidations */
 	/* write window */
 	pthread_mutex_t win_lock;
 	pthread_cond_t win_cond;

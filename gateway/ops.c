@@ -226,8 +226,11 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 	fuse_reply_attr(req, &st, gw_attr_ttl(gw, &a));
 	/* Changed at the origin: the kernel's pages are stale too. After the
 	 * reply, so the kernel is not waiting on us for this inode. */
-	if (ret > 0)
+	if (ret > 0) {
+		__atomic_fetch_add(&gw->kernel_cache_drops, 1,
+				   __ATOMIC_RELAXED);
 		fuse_lowlevel_notify_inval_inode(gw->se, nodeid, 0, 0);
+	}
 }
 
 static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
@@ -439,8 +442,21 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		       (unsigned long long)a.fileid);
 	pthread_mutex_lock(&ino->lock);
 	ino->opens++;
-	/* 4. Unchanged since the last open: the kernel's pages are good. */
-	fi->keep_cache = ino->opened_before && same_version(&ino->open_attr, &a);
+	/* 4. Unchanged since the last open (or changed only by writes through
+	 *    this mount, which the kernel made in its page cache too): the
+	 *    kernel's pages are good. With a write through the gateway still
+	 *    unanswered the origin may already show it: a difference is then
+	 *    taken for that write, never for someone else's. Dropping the
+	 *    pages would be wrong, not just slow: the kernel copies a write
+	 *    into a page before sending it, so a reader could read that page
+	 *    back from the origin without the write, zero-filled past the
+	 *    old end, under the new size (zeros in the middle of the file). */
+	fi->keep_cache = ino->opened_before &&
+			 (ino->writes_inflight > 0 ||
+			  same_version(&ino->open_attr, &a));
+	if (ino->opened_before && !fi->keep_cache)
+		__atomic_fetch_add(&gw->kernel_cache_drops, 1,
+				   __ATOMIC_RELAXED);
 	ino->open_attr = a;
 	ino->opened_before = true;
 	pthread_mutex_unlock(&ino->lock);

@@ -332,6 +332,30 @@ static bool short_of_known(struct gw_inode *ino, uint64_t off, size_t n,
 	return off + n < known;
 }
 
+/* A reply of n < size bytes ends the file for the kernel. With a write of
+ * this file taken in and not yet answered, that end may be before the
+ * write's bytes, which the kernel has already copied into its pages: it
+ * would zero-fill the rest of the page under the size the write then
+ * gives it. So a short reply first waits for the writes taken in before
+ * it (not for later ones: a steady writer must not starve readers) and
+ * tells the caller to look again. false if there was nothing to wait for. */
+static bool short_waits_for_writes(struct gw_inode *ino, size_t n, size_t size)
+{
+	uint64_t target;
+	bool waited = false;
+
+	if (n >= size)
+		return false;
+	pthread_mutex_lock(&ino->lock);
+	target = ino->writes_started;
+	while (ino->writes_done < target) {
+		waited = true;
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return waited;
+}
+
 /* Reply to req with [off, off+size) of f, then drop the reference. The
  * reference to f must be dropped before the reply, since once the kernel
  * has the reply the inode may go away: the reply holds a reference to
@@ -355,7 +379,8 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 		skip = (size_t)(off - f->off);
 		n = f->got - skip < size ? f->got - skip : size;
 	}
-	if (!err && short_of_known(ino, off, n, size)) {
+	if (!err && (short_of_known(ino, off, n, size) ||
+		     short_waits_for_writes(ino, n, size))) {
 		struct gw_fetch *freeme = NULL;
 
 		pthread_mutex_lock(&ino->lock);
@@ -606,7 +631,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			return;
 		}
 		got = cache_read(obj, cbuf, size, uoff);
-		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size)) {
+		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size) &&
+		    !short_waits_for_writes(ino, (size_t)got, size)) {
 			readahead_push(gw, ino, cr, obj, end, win, bs);
 			fuse_reply_buf(req, cbuf, (size_t)got);
 			gw_buf_put(cbuf);
@@ -705,7 +731,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		got = -ENOMEM;
 	readahead_push(gw, ino, cr, obj, end, win, bs);
 	trim(ino);
-	if (!got && short_of_known(ino, uoff, (size_t)(pos - uoff), size)) {
+	if (!got && (short_of_known(ino, uoff, (size_t)(pos - uoff), size) ||
+		     short_waits_for_writes(ino, (size_t)(pos - uoff), size))) {
 		free(buf);
 		direct_read(gw, req, ino, fl, size, uoff);
 		return;

@@ -234,6 +234,13 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	e->len = size;
 	e->cred = f->cred;
 	memcpy(e->data, buf, size);
+	/* Until this write is answered, a change seen at the origin may be
+	 * this very write (opens and GETATTRs must not take it for someone
+	 * else's and drop the kernel's pages: see gw_file_open). */
+	pthread_mutex_lock(&ino->lock);
+	ino->writes_inflight++;
+	ino->writes_started++;
+	pthread_mutex_unlock(&ino->lock);
 	/* Reads must not be served from a fetch older than this write. */
 	gw_inode_drop_fetch(ino);
 
@@ -257,6 +264,11 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		/* The origin refused: what the cache holds may be ahead of or
 		 * behind it now. Drop it. */
 		gw_cache_drop(gw, ino);
+		pthread_mutex_lock(&ino->lock);
+		ino->writes_inflight--;
+		ino->writes_done++;
+		pthread_cond_broadcast(&ino->fetch_cond);
+		pthread_mutex_unlock(&ino->lock);
 		fuse_reply_err(req, -ret);
 		return;
 	}
@@ -270,6 +282,14 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	}
 	/* Listed before the reply: a flush that follows it must see it. */
 	pthread_mutex_lock(&ino->lock);
+	/* The kernel wrote these bytes into its page cache itself: its pages
+	 * are of this version now, and the next open need not drop them. */
+	if (post.has_attr && ino->opened_before &&
+	    gw_attr_newer(&post.attr, &ino->open_attr))
+		ino->open_attr = post.attr;
+	ino->writes_inflight--;
+	ino->writes_done++;
+	pthread_cond_broadcast(&ino->fetch_cond);
 	e->next = ino->uncommitted;
 	ino->uncommitted = e;
 	ino->uncommitted_bytes += size;
