@@ -2,8 +2,10 @@
  *
  * With default_permissions the kernel checks mode bits itself, but only
  * the origin knows root squash, ACLs and id mapping. So open asks ACCESS
- * (as the caller) before any byte is served, cached cached data included;
- * answers are kept per inode and uid for the attribute timeout.
+ * (as the caller) before any byte is served, cached data included;
+ * answers are kept per inode and credential (uid, gid and supplementary
+ * groups: the origin may grant through any of them) for the attribute
+ * timeout.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,10 +43,25 @@ static double now_mono(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* A cached answer for (uid, gid) that covers every bit of want. */
+/* FNV-1a of the group list, in the order the kernel gave it. Two lists
+ * that collide (2^-64) would share answers; the order matters only in
+ * that the same set in another order misses the cache. */
+static uint64_t groups_hash(const struct nfsc_cred *cr)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ cr->ngroups;
+
+	for (uint32_t i = 0; i < cr->ngroups && i < NFSC_NGROUPS_MAX; i++) {
+		h ^= cr->groups[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* A cached answer for this credential that covers every bit of want. */
 static bool cached(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_cred *cr, uint32_t want, int *ret)
 {
+	uint64_t groups = groups_hash(cr);
 	double now = now_mono();
 	bool hit = false;
 	unsigned i;
@@ -54,7 +71,7 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 		struct gw_access *a = &ino->access[i];
 
 		if (!a->valid || a->uid != cr->uid || a->gid != cr->gid ||
-		    now - a->at > gw_attr_ttl(gw, &ino->attr) ||
+		    a->groups != groups || now - a->at > gw_attr_ttl(gw, &ino->attr) ||
 		    (a->asked & want) != want)
 			continue;
 		*ret = (a->granted & want) == want ? 0 : -EACCES;
@@ -75,6 +92,7 @@ static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
 	slot->valid = true;
 	slot->uid = cr->uid;
 	slot->gid = cr->gid;
+	slot->groups = groups_hash(cr);
 	slot->asked = asked;
 	slot->granted = granted;
 	slot->at = now_mono();

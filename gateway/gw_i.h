@@ -87,6 +87,7 @@ void gw_log_stop(void);
 struct gw_access {
 	bool valid;
 	uint32_t uid, gid;
+	uint64_t groups;		/* hash of the supplementary groups */
 	uint32_t asked, granted;	/* ACCESS3 bits */
 	double at;			/* CLOCK_MONOTONIC seconds */
 };
