@@ -124,7 +124,9 @@ int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off);
 
 /* cache_fill without the copy: the cache writes buf itself. buf must be
  * aligned to CACHE_BUF_ALIGN with room for len rounded up to it (the cache
- * zeroes the bytes past len), and must not change until release(arg) is
+ * zeroes the bytes from len to there, never the caller's own bytes even
+ * when it writes fewer because the object is shorter), and must not
+ * change until release(arg) is
  * called. release is called exactly once, in every case (perhaps before
  * this returns, perhaps on another thread). Returns as cache_fill. */
 #define CACHE_BUF_ALIGN 4096u

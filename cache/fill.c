@@ -69,6 +69,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	struct cache_req *r = NULL;
 	uint64_t size, salt, gen;
 	bool direct, any = false;
+	size_t given;			/* len as the caller gave it */
 	unsigned pct;
 	int ret;
 
@@ -88,6 +89,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	gen = o->gen;
 	direct = o->direct;
 	pthread_mutex_unlock(&o->lock);
+	given = len;
 	ret = 0;
 	if (off % bs || (release && (uintptr_t)buf % CACHE_BUF_ALIGN))
 		ret = -EINVAL;
@@ -148,9 +150,18 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	r->skip = calloc(r->nblk, 1);
 	if (!r->buf || !r->csums || !r->skip)
 		goto out_free;
-	/* The bytes past the end up to the write unit: not stale memory. */
-	memset((char *)r->buf + len, 0,
-	       (release ? ALIGN_UP(len, CACHE_BUF_ALIGN) : r->wlen) - len);
+	/* The bytes past the end up to the write unit: not stale memory. In
+	 * a given buffer only past the caller's own bytes: when the object
+	 * is shorter than the fill (the file grew at the origin), the bytes
+	 * past its end are still the caller's data, read by others. */
+	if (release) {
+		size_t zend = ALIGN_UP(len, CACHE_BUF_ALIGN);
+
+		if (given < zend)
+			memset((char *)r->buf + given, 0, zend - given);
+	} else {
+		memset((char *)r->buf + len, 0, r->wlen - len);
+	}
 	for (uint32_t i = 0; i < r->nblk; i++) {
 		size_t blen = (i + 1) * (size_t)bs <= len ? bs : len - i * (size_t)bs;
 

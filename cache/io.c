@@ -135,6 +135,10 @@ int cache_ftruncate(struct cache *c, int fd, off_t len)
 
 /* ---- the fill ring -------------------------------------------------------- */
 
+/* user_data of an SQE that a failed submit left in the ring: turned into a
+ * NOP that names no request (a later submit sends it). */
+static char io_orphan;
+
 /* Completion thread: the only reader of the CQ, so no CQ lock is needed.
  * A NULL user_data is the stop marker sent by cache_io_stop(). */
 static void *cq_main(void *arg)
@@ -158,6 +162,8 @@ static void *cq_main(void *arg)
 		io_uring_cqe_seen(&c->ring, cqe);
 		if (!r)
 			return NULL;
+		if (r == (void *)&io_orphan)
+			continue;
 		if (r->inject_err)
 			res = r->inject_err;
 		cache_fill_done(c, r, res);
@@ -207,6 +213,14 @@ static void io_queue(struct cache *c, struct cache_req *r)
 	do
 		ret = io_uring_submit(&c->ring);
 	while (ret == -EINTR);
+	if (ret < 0) {
+		/* The SQE is published and the next submit would send it,
+		 * naming r after r is completed (and its buffer reused). No
+		 * SQPOLL: the kernel reads SQEs only in a submit, which
+		 * sq_lock serialises, so it can still be rewritten. */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, &io_orphan);
+	}
 	pthread_mutex_unlock(&c->sq_lock);
 	if (ret < 0)
 		cache_fill_done(c, r, ret);

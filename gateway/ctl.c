@@ -6,7 +6,8 @@
  *   stats       human-readable counters
  *   prometheus  Prometheus text exposition format
  * One thread serves clients one after another: requests are rare and tiny.
- * When idle for 5 s it also trims the heap (malloc_trim).
+ * Every 5 s it also trims the heap (malloc_trim) and, if none was taken
+ * meanwhile, unmaps the recycled data buffers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -142,12 +144,14 @@ static void serve_client(struct gw *gw, int fd)
 static void *ctl_thread(void *arg)
 {
 	struct gw *gw = arg;
+	time_t last_tick = 0;
 
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = gw->ctl_fd, .events = POLLIN },
 			{ .fd = gw->ctl_stop[0], .events = POLLIN },
 		};
+		struct timespec now;
 		int fd;
 
 		int n = poll(p, 2, 5000);
@@ -157,14 +161,18 @@ static void *ctl_thread(void *arg)
 				continue;
 			break;
 		}
-		if (n == 0) {
-			/* Housekeeping: read buffers of all sizes come and go
-			 * on many threads; give the freed pages back so the
-			 * gateway's memory stays flat under load. */
+		/* Housekeeping every 5 s, however often clients come (a
+		 * metrics scraper): read buffers of all sizes come and go
+		 * on many threads; give the freed pages back so the
+		 * gateway's memory stays flat under load. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - last_tick >= 5) {
+			last_tick = now.tv_sec;
 			gw_buf_trim(false);
 			malloc_trim(0);
-			continue;
 		}
+		if (n == 0)
+			continue;
 		if (p[1].revents)
 			break;
 		fd = accept4(gw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);

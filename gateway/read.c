@@ -338,16 +338,16 @@ static bool short_of_known(struct gw_inode *ino, uint64_t off, size_t n,
  * would zero-fill the rest of the page under the size the write then
  * gives it. So a short reply first waits for the writes taken in before
  * it (not for later ones: a steady writer must not starve readers) and
- * tells the caller to look again. false if there was nothing to wait for. */
-static bool short_waits_for_writes(struct gw_inode *ino, size_t n, size_t size)
+ * tells the caller to look again. false if there was nothing to wait for.
+ * target: ino->writes_started when the read came in. */
+static bool short_waits_for_writes(struct gw_inode *ino, size_t n, size_t size,
+				   uint64_t target)
 {
-	uint64_t target;
 	bool waited = false;
 
 	if (n >= size)
 		return false;
 	pthread_mutex_lock(&ino->lock);
-	target = ino->writes_started;
 	while (ino->writes_done < target) {
 		waited = true;
 		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
@@ -363,7 +363,7 @@ static bool short_waits_for_writes(struct gw_inode *ino, size_t n, size_t size)
  * stale. */
 static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 			struct gw_fetch *f, size_t size, uint64_t off,
-			bool accept_stale)
+			bool accept_stale, uint64_t wtarget)
 {
 	size_t skip = 0, n = 0;
 	char *buf = NULL;
@@ -380,7 +380,7 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 		n = f->got - skip < size ? f->got - skip : size;
 	}
 	if (!err && (short_of_known(ino, off, n, size) ||
-		     short_waits_for_writes(ino, n, size))) {
+		     short_waits_for_writes(ino, n, size, wtarget))) {
 		struct gw_fetch *freeme = NULL;
 
 		pthread_mutex_lock(&ino->lock);
@@ -612,12 +612,13 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	char *buf = NULL;
 	ssize_t got = 0;
 	unsigned stale = 0;
-	uint64_t gap_end;
+	uint64_t gap_end, wtarget;
 	bool at_eof;
 	size_t win;
 
 	pthread_mutex_lock(&ino->lock);
 	obj = ino->obj;
+	wtarget = ino->writes_started;
 	pthread_mutex_unlock(&ino->lock);
 	bs = cache_block_size(gw->cache);
 	win = readahead_for(gw, ino, uoff, size, bs);
@@ -632,7 +633,7 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		}
 		got = cache_read(obj, cbuf, size, uoff);
 		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size) &&
-		    !short_waits_for_writes(ino, (size_t)got, size)) {
+		    !short_waits_for_writes(ino, (size_t)got, size, wtarget)) {
 			readahead_push(gw, ino, cr, obj, end, win, bs);
 			fuse_reply_buf(req, cbuf, (size_t)got);
 			gw_buf_put(cbuf);
@@ -697,7 +698,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			/* One fetch covers it all: reply from its buffer. */
 			readahead_push(gw, ino, cr, obj, end, win, bs);
 			trim(ino);
-			if (fetch_reply(req, ino, f, size, uoff, false)) {
+			if (fetch_reply(req, ino, f, size, uoff, false,
+					wtarget)) {
 				free(buf);
 				return;
 			}
@@ -732,7 +734,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	readahead_push(gw, ino, cr, obj, end, win, bs);
 	trim(ino);
 	if (!got && (short_of_known(ino, uoff, (size_t)(pos - uoff), size) ||
-		     short_waits_for_writes(ino, (size_t)(pos - uoff), size))) {
+		     short_waits_for_writes(ino, (size_t)(pos - uoff), size,
+					    wtarget))) {
 		free(buf);
 		direct_read(gw, req, ino, fl, size, uoff);
 		return;

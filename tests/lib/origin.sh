@@ -499,6 +499,11 @@ unmount_gateway() {
 		rc=1
 	fi
 	sanitizer_check "$log" || rc=1
+	# The gateway's own leak and consistency checks at exit.
+	if grep -q 'BUG:' "$log" 2>/dev/null; then
+		hlog "the gateway reported a bug at exit: $(grep -m1 'BUG:' "$log")"
+		rc=1
+	fi
 	return $rc
 }
 

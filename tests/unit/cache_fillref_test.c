@@ -1,4 +1,4 @@
-/* cache_fillref_test: cache_fill_ref writes the caller's aligned buffer in place: the bytes read back verified, the tail past the end of the file is zeroed in the buffer, and release is called exactly once on every path (queued, refused as misaligned, past EOF, skipped as already present, cache closed under it), in every cache_write mode. */
+/* cache_fillref_test: cache_fill_ref writes the caller's aligned buffer in place: the bytes read back verified, the tail past the caller's bytes is zeroed in the buffer (never the caller's bytes past a shorter object's end), and release is called exactly once on every path (queued, refused as misaligned, past EOF, skipped as already present, cache closed under it), in every cache_write mode. */
 #include <stdatomic.h>
 
 #include "cache_helpers.h"
@@ -53,6 +53,27 @@ static void run(enum cache_write_mode mode, const char *dir)
 	CHECK_EQ(atomic_load(&released), 2);
 	CHECK_EQ(cache_fill_ref(o, buf, bs, 8 * (uint64_t)bs, rel, buf), 0);
 	CHECK_EQ(atomic_load(&released), 3);
+
+	/* A fill longer than the object (the file grew at the origin): the
+	 * cache writes what fits but never zeroes the caller's bytes past
+	 * the object's end (other readers are reading them). */
+	{
+		char *big = aligned_alloc(CACHE_BUF_ALIGN, cap);
+		struct cache_obj *o2 = t_get(c, "short", "v1", 2 * bs + 100);
+
+		CHECK(big && o2);
+		t_pattern(big, cap, 11);
+		memcpy(back, big, cap < size ? cap : size);
+		atomic_store(&released, 0);
+		CHECK_EQ(cache_fill_ref(o2, big, 3 * bs + 5000, 0, rel, big), 0);
+		cache_drain(c);
+		CHECK_EQ(atomic_load(&released), 1);
+		CHECK(!memcmp(big, back, 3 * bs + 5000));
+		CHECK_EQ(cache_read(o2, back, 2 * bs + 100, 0), (ssize_t)(2 * bs + 100));
+		CHECK(!memcmp(back, big, 2 * bs + 100));
+		cache_obj_put(o2);
+		free(big);
+	}
 
 	/* Released even when the cache is closed with the fill queued. */
 	CHECK_EQ(cache_drop_range(o, 0, size), 0);
