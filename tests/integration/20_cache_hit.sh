@@ -1,5 +1,5 @@
 #!/bin/bash
-# Second read is served from the disk cache (same mount after drop_caches, and after a remount on the same cache_dir): exact bytes, origin_read_bytes does not move, hit bytes do; cache dir 0700, files 0600.
+# Second read is served from the disk cache (same mount after drop_caches, and after a remount on the same cache_dir): exact bytes, origin_read_bytes does not move, hit bytes do; the read's data buffers are unmapped once idle; cache dir 0700, files 0600.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -43,6 +43,16 @@ h2=$(gw_metric "$cdir" cache_hit_bytes_total)
 [ $((h2 - h1)) -ge "$SIZE" ] || bad "warm read (same mount): cache_hit_bytes_total moved by $((h2 - h1)), want >= $SIZE"
 # b.bin only cold here; its warm read comes after the remount.
 [ "$(msum b.bin)" = "$want_b" ] || bad "cold read of b.bin: bytes differ"
+# The data buffers the reads used are recycled while busy and unmapped
+# once the gateway has been idle for a housekeeping tick (5 s).
+db=$(gw_metric "$cdir" data_buffer_bytes)
+[ "${db:-0}" -gt 0 ] || bad "data_buffer_bytes ${db:-none} right after the reads, want > 0"
+for ((i = 0; i < 30; i++)); do
+	db=$(gw_metric "$cdir" data_buffer_bytes)
+	[ "$db" = 0 ] && break
+	sleep 1
+done
+[ "$db" = 0 ] || bad "data_buffer_bytes $db after 30 idle s, want 0 (recycled buffers not unmapped)"
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 log1=$GW_LOG
 
