@@ -112,6 +112,7 @@ struct gw_inode {
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily */
 	unsigned opens;			/* open files */
+	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
 					 * (read.c) */
 	pthread_cond_t fetch_cond;	/* a fetch completed */
@@ -192,6 +193,7 @@ void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 
 struct gw_file {
 	struct nfsc_cred cred;		/* the opener's credentials */
+	bool writer;			/* opened for writing */
 };
 /* Set up fi for ino (access check, close-to-open, keep_cache, cache
  * object). created: attributes from a CREATE that just made the file (no

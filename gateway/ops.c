@@ -440,9 +440,21 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
 		gw_log("cache: cannot hold file %llu, reading from the origin",
 		       (unsigned long long)a.fileid);
+	f->writer = created || (fi->flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_lock(&ino->lock);
 	ino->opens++;
-	/* 4. Unchanged since the last open (or changed only by writes through
+	if (f->writer)
+		ino->writers++;
+	/* 4. A reader of a file that is open for writing through this mount
+	 *    reads around the kernel's page cache (direct_io). The kernel
+	 *    copies a write into its page before the gateway has it; a read
+	 *    of that page answered meanwhile ends at the old end of file, and
+	 *    the kernel zero-fills the rest of the page and keeps it, under
+	 *    the size the write then gives it: zeros where the appended bytes
+	 *    are. Read directly, such a read just returns fewer bytes. */
+	if (!f->writer && ino->writers > 0)
+		fi->direct_io = 1;
+	/* 5. Unchanged since the last open (or changed only by writes through
 	 *    this mount, which the kernel made in its page cache too): the
 	 *    kernel's pages are good. With a write through the gateway still
 	 *    unanswered the origin may already show it: a difference is then
@@ -477,6 +489,9 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 	(void)gw;
 	pthread_mutex_lock(&ino->lock);
 	last = ino->opens > 0 && --ino->opens == 0;
+	if (fi->fh && ((struct gw_file *)(uintptr_t)fi->fh)->writer &&
+	    ino->writers > 0)
+		ino->writers--;
 	pthread_mutex_unlock(&ino->lock);
 	if (last) {
 		gw_inode_drop_fetch(ino);
