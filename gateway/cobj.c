@@ -79,7 +79,7 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		/* A difference may be our own unanswered write (its answer
 		 * updates the coherency data): not a change by someone else. */
 		pthread_mutex_lock(&ino->lock);
-		writing = ino->writes_inflight > 0;
+		writing = gw_inode_writing(ino);
 		pthread_mutex_unlock(&ino->lock);
 		if (writing)
 			return 0;

@@ -119,11 +119,11 @@ struct gw_inode {
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
 					 * truncate through the gateway */
-	unsigned writes_inflight;	/* WRITEs sent, not yet answered: the
-					 * origin's attributes may already
-					 * show them */
 	uint64_t writes_started;	/* FUSE writes taken in, and answered */
-	uint64_t writes_done;		/* (fetch_cond is broadcast on each) */
+	uint64_t writes_done;		/* (fetch_cond is broadcast on each).
+					 * While they differ the origin's
+					 * attributes may already show a write
+					 * not yet answered: gw_inode_writing */
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
 	uint64_t ra_front;		/* end of the furthest readahead */
@@ -177,6 +177,12 @@ bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 				    const struct nfsc_attr *attr, uint64_t gen);
 /* Is a a later version of the file than b (ctime, then size)? */
 bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
+/* A write through the gateway is taken in and not yet answered.
+ * ino->lock held. */
+static inline bool gw_inode_writing(const struct gw_inode *ino)
+{
+	return ino->writes_started != ino->writes_done;
+}
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out);

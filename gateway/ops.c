@@ -464,7 +464,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 *    back from the origin without the write, zero-filled past the
 	 *    old end, under the new size (zeros in the middle of the file). */
 	fi->keep_cache = ino->opened_before &&
-			 (ino->writes_inflight > 0 ||
+			 (gw_inode_writing(ino) ||
 			  same_version(&ino->open_attr, &a));
 	if (ino->opened_before && !fi->keep_cache)
 		__atomic_fetch_add(&gw->kernel_cache_drops, 1,

@@ -313,47 +313,32 @@ static bool fetch_wait_fresh(struct gw_inode *ino, struct gw_fetch *f,
 	return fresh;
 }
 
-/* Would a reply of n bytes at off end short of data the gateway knows is
- * at the origin (a write through it extended the file and was answered)?
- * Such a reply was read before that write landed; a short read would
- * make the kernel zero-fill pages, or leave a hole in an O_DIRECT read
- * assembled from several requests. */
-static bool short_of_known(struct gw_inode *ino, uint64_t off, size_t n,
-			   size_t size)
+/* A reply of n < size bytes at off ends the file for the kernel. It must
+ * not end before bytes a write through the gateway put there: such a
+ * short read makes the kernel zero-fill the rest of the page and keep it
+ * under the size the write gives the file (or leaves a hole in an
+ * O_DIRECT read assembled from several requests). true, and the caller
+ * reads again, when
+ * - a write was answered that makes the file longer than the reply, or
+ * - writes taken in before the read (ino->writes_started was wtarget
+ *   then) were still unanswered: the kernel has their bytes in its pages
+ *   already. They are waited for first; later ones are not, so a steady
+ *   writer cannot starve readers. */
+static bool short_reply_stale(struct gw_inode *ino, uint64_t off, size_t n,
+			      size_t size, uint64_t wtarget)
 {
-	uint64_t known = 0;
+	bool stale;
 
 	if (n >= size)
 		return false;
 	pthread_mutex_lock(&ino->lock);
-	if (ino->attr_valid)
-		known = ino->attr.size;
-	pthread_mutex_unlock(&ino->lock);
-	return off + n < known;
-}
-
-/* A reply of n < size bytes ends the file for the kernel. With a write of
- * this file taken in and not yet answered, that end may be before the
- * write's bytes, which the kernel has already copied into its pages: it
- * would zero-fill the rest of the page under the size the write then
- * gives it. So a short reply first waits for the writes taken in before
- * it (not for later ones: a steady writer must not starve readers) and
- * tells the caller to look again. false if there was nothing to wait for.
- * target: ino->writes_started when the read came in. */
-static bool short_waits_for_writes(struct gw_inode *ino, size_t n, size_t size,
-				   uint64_t target)
-{
-	bool waited = false;
-
-	if (n >= size)
-		return false;
-	pthread_mutex_lock(&ino->lock);
-	while (ino->writes_done < target) {
-		waited = true;
+	stale = ino->attr_valid && off + n < ino->attr.size;
+	while (!stale && ino->writes_done < wtarget) {
+		stale = true;
 		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
 	}
 	pthread_mutex_unlock(&ino->lock);
-	return waited;
+	return stale;
 }
 
 /* Reply to req with [off, off+size) of f, then drop the reference. The
@@ -379,8 +364,7 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 		skip = (size_t)(off - f->off);
 		n = f->got - skip < size ? f->got - skip : size;
 	}
-	if (!err && (short_of_known(ino, off, n, size) ||
-		     short_waits_for_writes(ino, n, size, wtarget))) {
+	if (!err && short_reply_stale(ino, off, n, size, wtarget)) {
 		struct gw_fetch *freeme = NULL;
 
 		pthread_mutex_lock(&ino->lock);
@@ -632,8 +616,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			return;
 		}
 		got = cache_read(obj, cbuf, size, uoff);
-		if (got >= 0 && !short_of_known(ino, uoff, (size_t)got, size) &&
-		    !short_waits_for_writes(ino, (size_t)got, size, wtarget)) {
+		if (got >= 0 &&
+		    !short_reply_stale(ino, uoff, (size_t)got, size, wtarget)) {
 			readahead_push(gw, ino, cr, obj, end, win, bs);
 			fuse_reply_buf(req, cbuf, (size_t)got);
 			gw_buf_put(cbuf);
@@ -733,9 +717,8 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		got = -ENOMEM;
 	readahead_push(gw, ino, cr, obj, end, win, bs);
 	trim(ino);
-	if (!got && (short_of_known(ino, uoff, (size_t)(pos - uoff), size) ||
-		     short_waits_for_writes(ino, (size_t)(pos - uoff), size,
-					    wtarget))) {
+	if (!got &&
+	    short_reply_stale(ino, uoff, (size_t)(pos - uoff), size, wtarget)) {
 		free(buf);
 		direct_read(gw, req, ino, fl, size, uoff);
 		return;

@@ -238,7 +238,6 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 * this very write (opens and GETATTRs must not take it for someone
 	 * else's and drop the kernel's pages: see gw_file_open). */
 	pthread_mutex_lock(&ino->lock);
-	ino->writes_inflight++;
 	ino->writes_started++;
 	pthread_mutex_unlock(&ino->lock);
 	/* Reads must not be served from a fetch older than this write. */
@@ -265,7 +264,6 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 * behind it now. Drop it. */
 		gw_cache_drop(gw, ino);
 		pthread_mutex_lock(&ino->lock);
-		ino->writes_inflight--;
 		ino->writes_done++;
 		pthread_cond_broadcast(&ino->fetch_cond);
 		pthread_mutex_unlock(&ino->lock);
@@ -287,7 +285,6 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (post.has_attr && ino->opened_before &&
 	    gw_attr_newer(&post.attr, &ino->open_attr))
 		ino->open_attr = post.attr;
-	ino->writes_inflight--;
 	ino->writes_done++;
 	pthread_cond_broadcast(&ino->fetch_cond);
 	e->next = ino->uncommitted;
