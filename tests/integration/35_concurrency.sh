@@ -149,23 +149,14 @@ pr+=($!)
 timeout 30 "$PY" "$work/rd.py" "$mnt/appended" follow 5 >"$work/rd3.out" 2>&1 &
 pr+=($!)
 wait $pa || bad "appender failed"
-# KNOWN BUG, last seen before readers of a file open for writing got
-# direct_io (1 run in 50 on the ASan build after the keep_cache and
-# short-reply fixes, 1 in 2 before them): a reader racing an O_APPEND
-# writer on the same mount read a run of zeros where an append record
-# began; later opens read the right bytes and the origin was exact.
-# Zeros there are reported, not failed (CACHEGW_STRICT_APPEND=1 makes them
-# fail); any other wrong byte fails.
+# A reader racing an O_APPEND writer on the same mount must read only
+# bytes of the final file: before readers of a file open for writing got
+# direct_io, a run of zeros where an append record began was seen in 1 run
+# in 50 (1 in 2 before the keep_cache and short-reply fixes). Zeros fail
+# like any other wrong byte.
 for i in 1 2 3; do
-	if ! wait "${pr[i - 1]}"; then
-		if [ "${CACHEGW_STRICT_APPEND:-0}" != 1 ] &&
-			grep -q "garbage at" "$work/rd$i.out" &&
-			! grep "garbage at" "$work/rd$i.out" | grep -vq "ZERO-RUN"; then
-			echo "  KNOWN BUG: reader $i read zeros near the growing end: $(head -n 1 "$work/rd$i.out")" >&2
-		else
-			bad "reader $i saw bytes that are not the final file's: $(head -n 3 "$work/rd$i.out")"
-		fi
-	fi
+	wait "${pr[i - 1]}" ||
+		bad "reader $i saw bytes that are not the final file's: $(head -n 3 "$work/rd$i.out")"
 	echo "  reader $i: $(tail -n 1 "$work/rd$i.out")" >&2
 done
 n=$(cat "$work/app.out")
