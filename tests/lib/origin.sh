@@ -428,7 +428,7 @@ origin_stop() {
 # --------------------------------------------------------------------------
 # Gateway
 
-SANITIZER_PATTERN='ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|SUMMARY: UndefinedBehaviorSanitizer'
+SANITIZER_PATTERN='ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|WARNING: ThreadSanitizer|SUMMARY: UndefinedBehaviorSanitizer'
 
 sanitizer_check() {
 	if grep -Eq "$SANITIZER_PATTERN" "$1" 2>/dev/null; then
