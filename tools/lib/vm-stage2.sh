@@ -12,6 +12,11 @@ mount -t tmpfs -o mode=755 run /run
 mkdir -p /run/vm /dev/pts /dev/shm /run/lock /run/rpcbind /var/lib/nfs/rpc_pipefs
 mount -t devpts -o gid=5,mode=620 devpts /dev/pts
 mount -t tmpfs -o mode=1777 shm /dev/shm
+# devtmpfs has no /dev/fd (bash's process substitution needs it).
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmrun /run/vm ||
 	{ echo "vm: cannot mount the run directory"; echo o >/proc/sysrq-trigger; }
 # The host's other mounts (FUSE, tmpfs, ...) show through the 9p root as
@@ -24,7 +29,12 @@ if [ -d "$kmods" ]; then
 fi
 echo 1 >/proc/sys/kernel/sysrq
 hostname cachegw-vm 2>/dev/null
-ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+ip link set lo up
+# getaddrinfo(AI_ADDRCONFIG), used by ganesha and the NFS tools, finds no
+# IPv4 address on a machine that has only loopback: give the guest one on
+# a dummy interface (no traffic leaves the guest: it has no NIC).
+modprobe dummy 2>/dev/null && ip link add vm0 type dummy &&
+	ip addr add 10.213.0.1/24 dev vm0 && ip link set vm0 up
 modprobe fuse 2>/dev/null
 [ -e /dev/fuse ] || mknod -m 666 /dev/fuse c 10 229
 # The host's machine-id and hostname files are read-only here; that is fine.
