@@ -258,6 +258,10 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
  * changed, 0 if not, -errno if the cache cannot hold it (reads then go
  * to the origin). */
 void gw_inode_drop_fetch(struct gw_inode *ino);
+/* ino->obj with a reference of the caller's own (cache_obj_put it after
+ * use), or NULL: ino->obj's own may be dropped by the last release as soon
+ * as ino->lock is let go. */
+struct cache_obj *gw_inode_obj(struct gw_inode *ino);
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);

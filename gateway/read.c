@@ -209,6 +209,7 @@ static void *fill_thread(void *arg)
 
 	for (;;) {
 		struct gw_fetch *f, *freeme = NULL;
+		struct cache_obj *obj;
 		struct gw_inode *ino;
 		bool filled, stale;
 
@@ -231,15 +232,18 @@ static void *fill_thread(void *arg)
 		 * cache: fills of different bytes mark nothing.) */
 		pthread_mutex_lock(&ino->lock);
 		stale = f->wgen != ino->wgen;
+		/* The object with a reference of our own: a last release
+		 * that did not wait for this fill (an open and a close came
+		 * in after its own wait) may drop ino->obj's meanwhile. */
+		obj = stale ? NULL : cache_obj_grab(ino->obj);
 		pthread_mutex_unlock(&ino->lock);
-		/* The inode keeps its object while fills are queued. */
 		/* The cache writes the fetch's own buffer (aligned, with
 		 * room to the next 4 KiB: it is whole blocks long) and drops
 		 * its reference when the write is done. */
-		if (!stale)
+		if (obj)
 			gw_buf_ref(f->buf);
-		filled = !stale &&
-			 cache_fill_ref(ino->obj, f->buf, f->got, f->off,
+		filled = obj &&
+			 cache_fill_ref(obj, f->buf, f->got, f->off,
 					gw_buf_release_cb, f->buf) == 0;
 		__atomic_fetch_sub(&gw->fill_queued_bytes, f->got,
 				   __ATOMIC_RELAXED);
@@ -253,10 +257,11 @@ static void *fill_thread(void *arg)
 		 * blocks are not present, and a read finding neither them nor
 		 * this fetch would fetch them again. */
 		f->submitted = filled;
-		if (filled && cache_present(ino->obj, f->off, f->got))
+		if (filled && cache_present(obj, f->off, f->got))
 			fetch_unlist_locked(ino, f, &freeme);
 		fetch_unref_locked(f, &freeme);
 		pthread_mutex_unlock(&ino->lock);
+		cache_obj_put(obj);
 		fetch_free_list(freeme);
 	}
 	return NULL;
@@ -584,26 +589,24 @@ static void direct_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	free(buf);
 }
 
-/* Everything gw_read does to the inode happens before its reply: once the
- * kernel has it, the file may be released and the inode forgotten. */
-void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	     struct gw_file *fl, size_t size, off_t off)
+/* Everything read_req does to the inode happens before its reply: once the
+ * kernel has it, the file may be released and the inode forgotten. obj:
+ * the inode's cache object with a reference of the caller's, or NULL;
+ * wtarget: ino->writes_started when the read came in. */
+static void read_req(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		     struct gw_file *fl, size_t size, off_t off,
+		     struct cache_obj *obj, uint64_t wtarget)
 {
 	uint64_t uoff = (uint64_t)off, bs, pos, end = uoff + size;
 	const struct nfsc_cred *cr = &fl->cred;
 	struct gw_fetch *f;
-	struct cache_obj *obj;
 	char *buf = NULL;
 	ssize_t got = 0;
 	unsigned stale = 0;
-	uint64_t gap_end, wtarget;
+	uint64_t gap_end;
 	bool at_eof;
 	size_t win;
 
-	pthread_mutex_lock(&ino->lock);
-	obj = ino->obj;
-	wtarget = ino->writes_started;
-	pthread_mutex_unlock(&ino->lock);
 	bs = cache_block_size(gw->cache);
 	win = readahead_for(gw, ino, uoff, size, bs);
 	/* 1. the cache */
@@ -728,6 +731,23 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	else
 		fuse_reply_buf(req, buf, (size_t)(pos - uoff));
 	free(buf);
+}
+
+void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+	     struct gw_file *fl, size_t size, off_t off)
+{
+	struct cache_obj *obj;
+	uint64_t wtarget;
+
+	/* Our own reference: the object outlives the reply, and a release
+	 * of the file cannot close it under us (the kernel may send the
+	 * release of another open of the file meanwhile). */
+	pthread_mutex_lock(&ino->lock);
+	obj = cache_obj_grab(ino->obj);
+	wtarget = ino->writes_started;
+	pthread_mutex_unlock(&ino->lock);
+	read_req(gw, req, ino, fl, size, off, obj, wtarget);
+	cache_obj_put(obj);
 }
 
 void gw_inode_drop_fetch(struct gw_inode *ino)
