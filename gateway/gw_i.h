@@ -6,6 +6,25 @@
  * ops.c:   FUSE low-level operations (the gw_oper table).
  * read.c:  the read path (origin READs, cache hits and fills).
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
+ *
+ * Lock order: a lock on a line may be taken while holding one on an
+ * earlier line, never the other way round. Each _locked function says which
+ * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
+ *   1. gw->it.lock (the inode table). Held across cache_nodes_* calls
+ *      (the node-id table's own lock), never while taking an ino->lock.
+ *   2. ino->lock. Held across cache_present(), cache_obj_grab() and the
+ *      other quick cache calls (the cache's o->lock, then c->lock, then
+ *      c->sq_lock: cache/cache_i.h); waits on ino->fetch_cond. Never held
+ *      while waiting for the origin: READ callbacks (chunk_done) take it
+ *      on a connection thread.
+ *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
+ *      lock (write.c): leaves, nothing is taken while holding them.
+ *   nfsclient/ runs every callback with none of its locks held, and cache/
+ *   calls a fill's release (gw_buf_release_cb) with none of its own held,
+ *   so neither layer's locks ever nest outside a gateway lock.
+ * Fields are annotated with the lock that guards them; "atomic": __atomic
+ * builtins only; "set at start": written before the session loop starts
+ * (or after it ended), read-only while requests run.
  */
 #ifndef CACHEGW_GW_I_H
 #define CACHEGW_GW_I_H
@@ -17,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lockcheck.h"
 #include "nfsc.h"
 
 struct cache;
@@ -96,21 +116,25 @@ struct gw_extent;
 struct gw_fetch;
 
 struct gw_inode {
-	uint64_t nodeid;		/* FUSE node-id, never reused */
+	uint64_t nodeid;		/* FUSE node-id, never reused; const */
 	uint64_t parent;		/* node-id of the directory it was
 					 * found in (for ".."), itable lock */
-	struct nfsc_fh fh;		/* origin file handle */
+	struct nfsc_fh fh;		/* origin file handle; const */
 	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
 	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
 	uint64_t nlookup;		/* kernel references, itable lock */
-	pthread_mutex_t lock;		/* guards the fields below */
+	pthread_mutex_t lock;		/* ino->lock: guards every field
+					 * below */
 	struct nfsc_attr attr;		/* last attributes from the origin */
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
-	struct cache_obj *obj;		/* cache object, opened lazily */
+	struct cache_obj *obj;		/* cache object, opened lazily; holds
+					 * a reference, dropped by the last
+					 * release: use it outside the lock
+					 * only through gw_inode_obj() */
 	unsigned opens;			/* open files */
 	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
@@ -135,12 +159,12 @@ struct gw_inode {
 };
 
 struct gw_itable {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* "the itable lock" */
 	struct gw_inode **by_id;	/* buckets, lock */
 	struct gw_inode **by_fh;	/* buckets, lock */
 	size_t nbuckets;		/* power of two, lock */
 	size_t count;			/* inodes in the table, lock */
-	struct gw_inode *root;
+	struct gw_inode *root;		/* set at start, never freed */
 };
 
 struct gw;
@@ -284,15 +308,19 @@ void gw_ctl_stop(struct gw *gw);
 
 /* ---- the gateway ---- */
 struct gw {
-	struct gw_opts *o;
-	struct nfsc *nfs;
-	struct cache *cache;
-	struct cache_nodes *nodes;	/* persistent node-id table */
-	uint32_t generation;		/* FUSE generation of every node-id */
+	struct gw_opts *o;		/* set at start */
+	struct nfsc *nfs;		/* set at start; thread-safe */
+	struct cache *cache;		/* set at start (NULL: no cache);
+					 * thread-safe */
+	struct cache_nodes *nodes;	/* persistent node-id table; set at
+					 * start; thread-safe */
+	uint32_t generation;		/* FUSE generation of every node-id;
+					 * set at start */
 	int readahead_set;		/* kernel readahead raised (atomic) */
-	struct fuse_session *se;
-	struct gw_itable it;
-	/* control socket */
+	struct fuse_session *se;	/* set at start */
+	struct gw_itable it;		/* its own lock */
+	/* control socket: set by gw_ctl_start, used by the ctl thread,
+	 * torn down by gw_ctl_stop after joining it */
 	int ctl_fd;
 	int ctl_stop[2];
 	pthread_t ctl_thread;
@@ -301,11 +329,11 @@ struct gw {
 	uint64_t fetches;		/* fetches alive (atomic) */
 	/* fill thread (read.c) */
 	pthread_mutex_t fill_lock;
-	pthread_cond_t fill_cond;
+	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
 	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
 	bool fill_stop;				/* fill_lock */
-	pthread_t fill_thread;
-	bool fill_started;
+	pthread_t fill_thread;			/* main thread only */
+	bool fill_started;			/* main thread only */
 	uint64_t fill_queued_bytes;		/* atomic */
 	uint64_t readahead_throttled;		/* atomic */
 	uint64_t kernel_cache_drops;		/* atomic: opens without
@@ -313,11 +341,11 @@ struct gw {
 						 * open, and invalidations */
 	/* write window */
 	pthread_mutex_t win_lock;
-	pthread_cond_t win_cond;
+	pthread_cond_t win_cond;	/* with win_lock: room in the window */
 	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t resends;		/* extents resent after a verifier
-					 * change */
+					 * change (atomic) */
 };
 
 #endif

@@ -58,6 +58,7 @@ struct gw_fetch {
 
 static void fetch_unref_locked(struct gw_fetch *f, struct gw_fetch **freeme)
 {
+	GW_ASSERT_HELD(&f->ino->lock);
 	if (--f->refs == 0) {
 		f->next = *freeme;
 		*freeme = f;
@@ -84,6 +85,7 @@ static void fetch_unlist_locked(struct gw_inode *ino, struct gw_fetch *f,
 {
 	struct gw_fetch **pp;
 
+	GW_ASSERT_HELD(&ino->lock);
 	for (pp = &ino->fetches; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
 			*pp = f->next;
@@ -99,6 +101,7 @@ static void trim_locked(struct gw_inode *ino, struct gw_fetch **freeme)
 	struct gw_fetch **pp = &ino->fetches, *f;
 	unsigned kept = 0;
 
+	GW_ASSERT_HELD(&ino->lock);
 	while ((f = *pp)) {
 		/* A fetch waiting for its fill stays: until the blocks are
 		 * present, it is the only copy a reader can find. */
@@ -425,6 +428,7 @@ static struct gw_fetch *fetch_at_locked(struct gw_inode *ino, uint64_t pos)
 {
 	struct gw_fetch *f;
 
+	GW_ASSERT_HELD(&ino->lock);
 	for (f = ino->fetches; f; f = f->next) {
 		if (f->done && f->err)
 			continue;
