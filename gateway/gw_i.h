@@ -4,7 +4,15 @@
  * opts.c:  -o option parsing and validation.
  * inode.c: inode table, FUSE node-id <-> origin file handle, attributes.
  * ops.c:   FUSE low-level operations (the gw_oper table).
- * read.c:  the read path (origin READs, cache hits and fills).
+ * ops_ns.c: namespace operations and setattr.
+ * access.c: ACCESS checks and their cache.
+ * read.c:  the read request: cache hits, waiting for fetches, replies.
+ * fetch.c: fetches (origin READs of whole blocks) from start to free.
+ * fill.c:  the fill thread (completed fetches into the cache).
+ * readahead.c: readahead policy.
+ * write.c: writes, the write window, COMMIT.
+ * cobj.c:  an inode's cache object (key, coherency blob, own changes).
+ * buf.c:   shared data buffers.  ctl.c: the control socket.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  *
  * Lock order: a lock on a line may be taken while holding one on an
@@ -138,7 +146,7 @@ struct gw_inode {
 	unsigned opens;			/* open files */
 	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
-					 * (read.c) */
+					 * (fetch.c) */
 	pthread_cond_t fetch_cond;	/* a fetch completed */
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
@@ -271,21 +279,30 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
 void gw_write_forget(struct gw_inode *ino);
 
-/* ---- read.c ---- */
+/* ---- read.c: the read request (its helpers: read_i.h) ---- */
 /* Read for a FUSE read request; replies itself. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
 
-/* ---- cobj.c ---- */
-/* Open (or check) the inode's cache object against the origin's current
- * attributes a. Returns 1 if cached data was dropped because the file
- * changed, 0 if not, -errno if the cache cannot hold it (reads then go
- * to the origin). */
+/* ---- fetch.c: fetch lifetime ---- */
+/* Wait for the inode's fetches in flight and its queued fills, then drop
+ * every fetch it lists (after a write, a truncate, the last release). */
 void gw_inode_drop_fetch(struct gw_inode *ino);
+
+/* ---- fill.c: the fill thread ---- */
+int gw_fill_start(struct gw *gw);
+/* Fill what is queued, then stop. */
+void gw_fill_stop(struct gw *gw);
+
+/* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
  * use), or NULL: ino->obj's own may be dropped by the last release as soon
  * as ino->lock is let go. */
 struct cache_obj *gw_inode_obj(struct gw_inode *ino);
+/* Open (or check) the inode's cache object against the origin's current
+ * attributes a. Returns 1 if cached data was dropped because the file
+ * changed, 0 if not, -errno if the cache cannot hold it (reads then go
+ * to the origin). */
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
@@ -296,11 +313,6 @@ void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
 			size_t len, uint64_t off);
-
-/* ---- read.c: the fill thread ---- */
-int gw_fill_start(struct gw *gw);
-/* Fill what is queued, then stop. */
-void gw_fill_stop(struct gw *gw);
 
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
@@ -327,7 +339,7 @@ struct gw {
 	char *ctl_path;
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */
-	/* fill thread (read.c) */
+	/* fill thread (fill.c) */
 	pthread_mutex_t fill_lock;
 	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
 	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
