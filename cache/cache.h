@@ -89,6 +89,13 @@ int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 		  const void *coh, size_t cohlen, uint64_t size,
 		  struct cache_obj **out);
 void cache_obj_put(struct cache_obj *o);
+/* One more reference to o, for a caller that already holds one (its own,
+ * or one kept with a pointer it reads under its lock, taken while holding
+ * that lock): an object whose last reference is dropped may be closed or
+ * culled (freed) at once, so a pointer without a reference of its own is
+ * not safe to use. Returns o (NULL for NULL); drop it with cache_obj_put().
+ * Cheap: the cache's registry lock only. */
+struct cache_obj *cache_obj_grab(struct cache_obj *o);
 
 /* Compare coh with the stored blob; on change drop all data, store coh and
  * the new size. Returns 1 if the object was invalidated, 0 if unchanged. */

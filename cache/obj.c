@@ -553,6 +553,21 @@ void cache_obj_put(struct cache_obj *o)
 	}
 }
 
+/* Another reference for a holder of one, as cachefiles_grab_object: the
+ * caller must already hold a reference to o (or hold the lock under which a
+ * pointer to o carries one), because an object without references may be
+ * closed or culled (freed) at any moment. Never blocks on o->lock. */
+struct cache_obj *cache_obj_grab(struct cache_obj *o)
+{
+	if (!o)
+		return NULL;
+	pthread_mutex_lock(&o->c->lock);
+	assert(o->refs > 0);
+	o->refs++;
+	pthread_mutex_unlock(&o->c->lock);
+	return o;
+}
+
 /* A reference to the object named name, opened without checking identity
  * (inspection, verify, evict). -ENOENT if there is none; -EBADMSG if its
  * metadata is damaged (the reference is still returned in *out then). */

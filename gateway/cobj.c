@@ -58,12 +58,27 @@ static void make_coh(const struct nfsc_attr *a, struct gw_coh *c)
 	c->ctime_ns = a->ctime.tv_nsec;
 }
 
+/* ino->obj with a reference of the caller's own, or NULL. ino->obj's own
+ * reference is dropped by the last release (and the object then closed or
+ * culled) as soon as ino->lock is let go: whoever uses the object after
+ * that needs its own, taken under the lock. */
+struct cache_obj *gw_inode_obj(struct gw_inode *ino)
+{
+	struct cache_obj *obj;
+
+	pthread_mutex_lock(&ino->lock);
+	obj = cache_obj_grab(ino->obj);
+	pthread_mutex_unlock(&ino->lock);
+	return obj;
+}
+
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a)
 {
 	struct cache_obj *obj;
 	struct gw_key k;
 	struct gw_coh c;
+	bool writing;
 	size_t klen;
 	int ret;
 
@@ -71,19 +86,14 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		return 0;
 	make_coh(a, &c);
 	pthread_mutex_lock(&ino->lock);
-	obj = ino->obj;
+	obj = cache_obj_grab(ino->obj);
+	/* A difference may be our own unanswered write (its answer updates
+	 * the coherency data): not a change by someone else. */
+	writing = gw_inode_writing(ino);
 	pthread_mutex_unlock(&ino->lock);
 	if (obj) {
-		bool writing;
-
-		/* A difference may be our own unanswered write (its answer
-		 * updates the coherency data): not a change by someone else. */
-		pthread_mutex_lock(&ino->lock);
-		writing = gw_inode_writing(ino);
-		pthread_mutex_unlock(&ino->lock);
-		if (writing)
-			return 0;
-		ret = cache_obj_check(obj, &c, sizeof(c), a->size);
+		ret = writing ? 0 : cache_obj_check(obj, &c, sizeof(c), a->size);
+		cache_obj_put(obj);
 		if (ret > 0)
 			gw_inode_drop_fetch(ino);
 		return ret;
@@ -103,29 +113,20 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 	return 0;
 }
 
-static struct cache_obj *inode_obj(struct gw_inode *ino)
-{
-	struct cache_obj *obj;
-
-	pthread_mutex_lock(&ino->lock);
-	obj = ino->obj;
-	pthread_mutex_unlock(&ino->lock);
-	return obj;
-}
-
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino)
 {
-	struct cache_obj *obj = inode_obj(ino);
+	struct cache_obj *obj = gw_inode_obj(ino);
 
 	(void)gw;
 	if (obj)
 		cache_obj_invalidate(obj);
+	cache_obj_put(obj);
 }
 
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 			 const struct nfsc_attr *a, bool size_changed)
 {
-	struct cache_obj *obj = inode_obj(ino);
+	struct cache_obj *obj = gw_inode_obj(ino);
 	struct gw_coh c;
 
 	(void)gw;
@@ -135,24 +136,24 @@ void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 	make_coh(a, &c);
 	if (cache_obj_set_coh(obj, &c, sizeof(c), a->size) < 0)
 		cache_obj_invalidate(obj);
+	cache_obj_put(obj);
 }
 
 void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
 			size_t len, uint64_t off)
 {
-	struct cache_obj *obj = inode_obj(ino);
+	struct cache_obj *obj = gw_inode_obj(ino);
 	struct gw_coh c;
 
 	if (!obj)
 		return;
 	make_coh(a, &c);
-	if (cache_obj_set_coh(obj, &c, sizeof(c), a->size) < 0) {
+	if (cache_obj_set_coh(obj, &c, sizeof(c), a->size) < 0)
 		cache_obj_invalidate(obj);
-		return;
-	}
-	if (gw->o->cache_writes_around)
+	else if (gw->o->cache_writes_around)
 		cache_drop_range(obj, off, len);
 	else if (cache_write(obj, buf, len, off) < 0)
 		cache_drop_range(obj, off, len);
+	cache_obj_put(obj);
 }

@@ -4,8 +4,35 @@
  * opts.c:  -o option parsing and validation.
  * inode.c: inode table, FUSE node-id <-> origin file handle, attributes.
  * ops.c:   FUSE low-level operations (the gw_oper table).
- * read.c:  the read path (origin READs, cache hits and fills).
+ * ops_ns.c: namespace operations and setattr.
+ * access.c: ACCESS checks and their cache.
+ * read.c:  the read request: cache hits, waiting for fetches, replies.
+ * fetch.c: fetches (origin READs of whole blocks) from start to free.
+ * fill.c:  the fill thread (completed fetches into the cache).
+ * readahead.c: readahead policy.
+ * write.c: writes, the write window, COMMIT.
+ * cobj.c:  an inode's cache object (key, coherency blob, own changes).
+ * buf.c:   shared data buffers.  ctl.c: the control socket.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
+ *
+ * Lock order: a lock on a line may be taken while holding one on an
+ * earlier line, never the other way round. Each _locked function says which
+ * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
+ *   1. gw->it.lock (the inode table). Held across cache_nodes_* calls
+ *      (the node-id table's own lock), never while taking an ino->lock.
+ *   2. ino->lock. Held across cache_present(), cache_obj_grab() and the
+ *      other quick cache calls (the cache's o->lock, then c->lock, then
+ *      c->sq_lock: cache/cache_i.h); waits on ino->fetch_cond. Never held
+ *      while waiting for the origin: READ callbacks (chunk_done) take it
+ *      on a connection thread.
+ *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
+ *      lock (write.c): leaves, nothing is taken while holding them.
+ *   nfsclient/ runs every callback with none of its locks held, and cache/
+ *   calls a fill's release (gw_buf_release_cb) with none of its own held,
+ *   so neither layer's locks ever nest outside a gateway lock.
+ * Fields are annotated with the lock that guards them; "atomic": __atomic
+ * builtins only; "set at start": written before the session loop starts
+ * (or after it ended), read-only while requests run.
  */
 #ifndef CACHEGW_GW_I_H
 #define CACHEGW_GW_I_H
@@ -17,6 +44,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lockcheck.h"
 #include "nfsc.h"
 
 struct cache;
@@ -96,25 +124,29 @@ struct gw_extent;
 struct gw_fetch;
 
 struct gw_inode {
-	uint64_t nodeid;		/* FUSE node-id, never reused */
+	uint64_t nodeid;		/* FUSE node-id, never reused; const */
 	uint64_t parent;		/* node-id of the directory it was
 					 * found in (for ".."), itable lock */
-	struct nfsc_fh fh;		/* origin file handle */
+	struct nfsc_fh fh;		/* origin file handle; const */
 	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
 	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
 	uint64_t nlookup;		/* kernel references, itable lock */
-	pthread_mutex_t lock;		/* guards the fields below */
+	pthread_mutex_t lock;		/* ino->lock: guards every field
+					 * below */
 	struct nfsc_attr attr;		/* last attributes from the origin */
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
-	struct cache_obj *obj;		/* cache object, opened lazily */
+	struct cache_obj *obj;		/* cache object, opened lazily; holds
+					 * a reference, dropped by the last
+					 * release: use it outside the lock
+					 * only through gw_inode_obj() */
 	unsigned opens;			/* open files */
 	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
-					 * (read.c) */
+					 * (fetch.c) */
 	pthread_cond_t fetch_cond;	/* a fetch completed */
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
@@ -135,12 +167,12 @@ struct gw_inode {
 };
 
 struct gw_itable {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* "the itable lock" */
 	struct gw_inode **by_id;	/* buckets, lock */
 	struct gw_inode **by_fh;	/* buckets, lock */
 	size_t nbuckets;		/* power of two, lock */
 	size_t count;			/* inodes in the table, lock */
-	struct gw_inode *root;
+	struct gw_inode *root;		/* set at start, never freed */
 };
 
 struct gw;
@@ -247,17 +279,30 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
 void gw_write_forget(struct gw_inode *ino);
 
-/* ---- read.c ---- */
+/* ---- read.c: the read request (its helpers: read_i.h) ---- */
 /* Read for a FUSE read request; replies itself. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
 
+/* ---- fetch.c: fetch lifetime ---- */
+/* Wait for the inode's fetches in flight and its queued fills, then drop
+ * every fetch it lists (after a write, a truncate, the last release). */
+void gw_inode_drop_fetch(struct gw_inode *ino);
+
+/* ---- fill.c: the fill thread ---- */
+int gw_fill_start(struct gw *gw);
+/* Fill what is queued, then stop. */
+void gw_fill_stop(struct gw *gw);
+
 /* ---- cobj.c ---- */
+/* ino->obj with a reference of the caller's own (cache_obj_put it after
+ * use), or NULL: ino->obj's own may be dropped by the last release as soon
+ * as ino->lock is let go. */
+struct cache_obj *gw_inode_obj(struct gw_inode *ino);
 /* Open (or check) the inode's cache object against the origin's current
  * attributes a. Returns 1 if cached data was dropped because the file
  * changed, 0 if not, -errno if the cache cannot hold it (reads then go
  * to the origin). */
-void gw_inode_drop_fetch(struct gw_inode *ino);
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
@@ -269,39 +314,38 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
 			size_t len, uint64_t off);
 
-/* ---- read.c: the fill thread ---- */
-int gw_fill_start(struct gw *gw);
-/* Fill what is queued, then stop. */
-void gw_fill_stop(struct gw *gw);
-
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
 
 /* ---- the gateway ---- */
 struct gw {
-	struct gw_opts *o;
-	struct nfsc *nfs;
-	struct cache *cache;
-	struct cache_nodes *nodes;	/* persistent node-id table */
-	uint32_t generation;		/* FUSE generation of every node-id */
+	struct gw_opts *o;		/* set at start */
+	struct nfsc *nfs;		/* set at start; thread-safe */
+	struct cache *cache;		/* set at start (NULL: no cache);
+					 * thread-safe */
+	struct cache_nodes *nodes;	/* persistent node-id table; set at
+					 * start; thread-safe */
+	uint32_t generation;		/* FUSE generation of every node-id;
+					 * set at start */
 	int readahead_set;		/* kernel readahead raised (atomic) */
-	struct fuse_session *se;
-	struct gw_itable it;
-	/* control socket */
+	struct fuse_session *se;	/* set at start */
+	struct gw_itable it;		/* its own lock */
+	/* control socket: set by gw_ctl_start, used by the ctl thread,
+	 * torn down by gw_ctl_stop after joining it */
 	int ctl_fd;
 	int ctl_stop[2];
 	pthread_t ctl_thread;
 	char *ctl_path;
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */
-	/* fill thread (read.c) */
+	/* fill thread (fill.c) */
 	pthread_mutex_t fill_lock;
-	pthread_cond_t fill_cond;
+	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
 	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
 	bool fill_stop;				/* fill_lock */
-	pthread_t fill_thread;
-	bool fill_started;
+	pthread_t fill_thread;			/* main thread only */
+	bool fill_started;			/* main thread only */
 	uint64_t fill_queued_bytes;		/* atomic */
 	uint64_t readahead_throttled;		/* atomic */
 	uint64_t kernel_cache_drops;		/* atomic: opens without
@@ -309,11 +353,11 @@ struct gw {
 						 * open, and invalidations */
 	/* write window */
 	pthread_mutex_t win_lock;
-	pthread_cond_t win_cond;
+	pthread_cond_t win_cond;	/* with win_lock: room in the window */
 	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t resends;		/* extents resent after a verifier
-					 * change */
+					 * change (atomic) */
 };
 
 #endif

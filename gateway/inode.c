@@ -57,6 +57,7 @@ static void insert_locked(struct gw_itable *t, struct gw_inode *ino)
 	size_t hi = id_hash(ino->nodeid, t->nbuckets);
 	size_t hf = fh_hash(&ino->fh, t->nbuckets);
 
+	GW_ASSERT_HELD(&t->lock);
 	ino->next_id = t->by_id[hi];
 	t->by_id[hi] = ino;
 	ino->next_fh = t->by_fh[hf];
@@ -73,6 +74,7 @@ static void grow_locked(struct gw_itable *t)
 	struct gw_inode **by_fh = calloc(nb, sizeof(*by_fh));
 	struct gw_inode *ino, *next;
 
+	GW_ASSERT_HELD(&t->lock);
 	if (!by_id || !by_fh) {
 		free(by_id);
 		free(by_fh);
@@ -113,7 +115,9 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 	}
 	t->root->nlookup = 1;	/* the kernel never forgets the root */
 	t->root->parent = FUSE_ROOT_ID;
+	pthread_mutex_lock(&t->lock);	/* alone yet; for the assert */
 	insert_locked(t, t->root);
+	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
 
@@ -149,8 +153,10 @@ void gw_itable_free(struct gw *gw)
 
 static struct gw_inode *find_id_locked(struct gw_itable *t, uint64_t nodeid)
 {
-	struct gw_inode *ino = t->by_id[id_hash(nodeid, t->nbuckets)];
+	struct gw_inode *ino;
 
+	GW_ASSERT_HELD(&t->lock);
+	ino = t->by_id[id_hash(nodeid, t->nbuckets)];
 	while (ino && ino->nodeid != nodeid)
 		ino = ino->next_id;
 	return ino;
@@ -208,6 +214,7 @@ static void unlink_locked(struct gw_itable *t, struct gw_inode *ino)
 {
 	struct gw_inode **pp;
 
+	GW_ASSERT_HELD(&t->lock);
 	for (pp = &t->by_id[id_hash(ino->nodeid, t->nbuckets)]; *pp;
 	     pp = &(*pp)->next_id) {
 		if (*pp == ino) {
@@ -236,7 +243,18 @@ void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n)
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	ino->nlookup = ino->nlookup > n ? ino->nlookup - n : 0;
+	/* The kernel forgets no more than it was given: more means a
+	 * reference was lost or counted twice here, and the inode (maybe
+	 * still in use by a request) would be freed early. Stop, in every
+	 * build, rather than go on with the table wrong. */
+	if (ino->nlookup < n) {
+		gw_log("BUG: forget of %llu lookups of node-id %llu, which has "
+		       "%llu", (unsigned long long)n,
+		       (unsigned long long)nodeid,
+		       (unsigned long long)ino->nlookup);
+		abort();
+	}
+	ino->nlookup -= n;
 	if (ino->nlookup == 0)
 		unlink_locked(t, ino);
 	else
@@ -279,6 +297,7 @@ uint64_t gw_inode_attr_gen(struct gw_inode *ino)
 bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 				    const struct nfsc_attr *attr, uint64_t gen)
 {
+	GW_ASSERT_HELD(&ino->lock);
 	if (ino->attr_gen != gen)
 		return false;
 	ino->attr = *attr;

@@ -1,0 +1,99 @@
+/* readahead.c - readahead policy: how far ahead of a sequential reader
+ * the gateway fetches, without making its reads wait for it.
+ */
+#include <stdint.h>
+
+#include "cache.h"
+#include "gw_i.h"
+#include "read_i.h"
+
+/* Fetched bytes waiting for the fill thread beyond which readahead pauses. */
+#define GW_FILL_QUEUE_MAX (64u << 20)
+
+/* Sequential access grows the readahead window; a seek resets it. The
+ * kernel sends a sequential reader's requests several at a time, so they
+ * may arrive a little out of order: near the expected offset counts. */
+size_t gw_readahead_for(struct gw *gw, struct gw_inode *ino,
+			uint64_t off, size_t size, uint64_t bs)
+{
+	uint64_t slack;
+	size_t win;
+
+	pthread_mutex_lock(&ino->lock);
+	slack = ino->ra_win > 2 * size ? ino->ra_win : 2 * size;
+	if (off != 0 && off + slack >= ino->ra_next &&
+	    off <= ino->ra_next + slack) {
+		ino->ra_win = ino->ra_win ? ino->ra_win * 2 : bs;
+		if (ino->ra_win > gw->o->readahead)
+			ino->ra_win = gw->o->readahead;
+	} else if (off != ino->ra_next) {
+		ino->ra_win = 0;
+		ino->ra_front = 0;
+	}
+	if (off + size > ino->ra_next)
+		ino->ra_next = off + size;
+	win = ino->ra_win;
+	pthread_mutex_unlock(&ino->lock);
+	return win;
+}
+
+/* Keep the readahead front readahead-window bytes ahead of a sequential
+ * reader, fetching what lies between without waiting for it. */
+void gw_readahead_push(struct gw *gw, struct gw_inode *ino,
+		       const struct nfsc_cred *cr, struct cache_obj *obj,
+		       uint64_t reqend, size_t win, uint64_t bs)
+{
+	uint64_t from, to, fsize = UINT64_MAX;
+	struct nfsc_attr a;
+	struct gw_fetch *f;
+
+	if (!win)
+		return;
+	/* The fill thread is behind (the cache disk is slower than the
+	 * origin): fetch no further ahead until it catches up, rather than
+	 * hold ever more fetched data in memory. */
+	if (__atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED) >
+	    GW_FILL_QUEUE_MAX) {
+		__atomic_fetch_add(&gw->readahead_throttled, 1,
+				   __ATOMIC_RELAXED);
+		return;
+	}
+	if (gw_inode_cached_attr(gw, ino, &a) == 0)
+		fsize = a.size;
+	to = (reqend + win + bs - 1) & ~(bs - 1);
+	if (to > fsize)
+		to = (fsize + bs - 1) & ~(bs - 1);
+	pthread_mutex_lock(&ino->lock);
+	from = ino->ra_front > reqend ? ino->ra_front : reqend;
+	from = (from + bs - 1) & ~(bs - 1);
+	/* Fetch in steps of at least a quarter window: fewer, bigger
+	 * fetches, each spread over the connections. */
+	if (to <= from || (to - from < win / 4 && to < fsize)) {
+		pthread_mutex_unlock(&ino->lock);
+		return;
+	}
+	ino->ra_front = to;
+	pthread_mutex_unlock(&ino->lock);
+	/* Skip what the cache holds: fetch the first run of absent blocks. */
+	if (obj) {
+		from = cache_next_absent(obj, from, to);
+		if (from >= to)
+			return;
+		to = cache_next_present(obj, from, to);
+	}
+	/* Skip what fetches already cover, then fetch the first gap. */
+	for (;;) {
+		pthread_mutex_lock(&ino->lock);
+		f = gw_fetch_at_locked(ino, from);
+		pthread_mutex_unlock(&ino->lock);
+		if (!f)
+			break;
+		from = f->off + f->len;
+		gw_fetch_put(ino, f);
+		if (from >= to)
+			return;
+	}
+	f = gw_fetch_gap(gw, ino, cr, from, to, bs);
+	if (f)
+		gw_fetch_put(ino, f);
+}
