@@ -5,6 +5,7 @@
  * inode.c: inode table, FUSE node-id <-> origin file handle, attributes.
  * ops.c:   FUSE low-level operations (the gw_oper table).
  * read.c:  the read path (origin READs, cache hits and fills).
+ * silly.c: files unlinked while open: hidden names (silly-rename).
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  */
 #ifndef CACHEGW_GW_I_H
@@ -132,6 +133,8 @@ struct gw_inode {
 	int write_err;			/* -errno to report at flush/fsync */
 	struct gw_access access[GW_ACCESS_SLOTS];
 	unsigned access_next;
+	struct gw_silly *silly;		/* hidden name it was unlinked to
+					 * while open (silly.c), lock */
 };
 
 struct gw_itable {
@@ -153,6 +156,9 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
  * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
  * unknown. */
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
+/* The inode of an origin handle, if it is in memory, with one kernel
+ * reference taken (drop it with gw_inode_forget(gw, nodeid, 1)). */
+struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh);
 /* Node-id of the directory ino was found in (the root for the root). */
 uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
 /* The origin says the file is gone (ESTALE): retire its node-id. */
@@ -274,6 +280,31 @@ int gw_fill_start(struct gw *gw);
 /* Fill what is queued, then stop. */
 void gw_fill_stop(struct gw *gw);
 
+/* ---- silly.c: files unlinked or renamed over while open ----
+ * gw_silly_start removes the hidden names an earlier run left (recorded in
+ * cache_dir); call it once the origin answers. */
+struct gw_silly;
+struct gw_silly_tab;
+int gw_silly_start(struct gw *gw, const char *cache_dir);
+void gw_silly_stop(struct gw *gw);
+/* Should removing the name whose file is ino (attributes a) be a RENAME to
+ * a hidden name instead: a regular file open through the mount, and this
+ * its last name? */
+bool gw_silly_wanted(struct gw_inode *ino, const struct nfsc_attr *a);
+/* RENAME dir/name to a hidden name, removed at ino's last close (or now,
+ * if that came meanwhile). 0 or the RENAME's -errno. */
+int gw_silly_rename(struct gw *gw, const struct nfsc_cred *cr,
+		    struct gw_inode *dir, const char *name,
+		    struct gw_inode *ino, const struct nfsc_attr *a);
+/* Put ino's hidden name back as dir/name (a RENAME over it failed). */
+int gw_silly_undo(struct gw *gw, struct gw_inode *dir, const char *name,
+		  struct gw_inode *ino);
+void gw_silly_finish(struct gw *gw, struct gw_silly *s);
+/* After a close: the last one removes ino's hidden name. */
+void gw_silly_release(struct gw *gw, struct gw_inode *ino);
+/* ino lives on under a hidden name only (its nlink shows one less). */
+bool gw_silly_has(struct gw_inode *ino);
+
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
@@ -314,6 +345,7 @@ struct gw {
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t resends;		/* extents resent after a verifier
 					 * change */
+	struct gw_silly_tab *silly;	/* hidden names (silly.c) */
 };
 
 #endif
