@@ -368,6 +368,37 @@ reply:
 	victim_put(gw, v, !ret);
 }
 
+/* Is the mode in sa only the kernel clearing setuid/setgid before a write
+ * or truncate by cr, who does not own the file? The origin refuses a
+ * non-owner's chmod (EPERM), where a local fs lets the write through.
+ * FUSE_CAP_HANDLE_KILLPRIV would stop the kernel from sending it, but
+ * libfuse 3.14 does not pass that flag on in its INIT reply (checked:
+ * wanted and capable, absent from the flags sent), and libfuse 3.14 has
+ * no HANDLE_KILLPRIV_V2. So, as the NFS client does (nfs_setattr drops
+ * ATTR_MODE with ATTR_KILL_SUID/SGID), the mode change is dropped and the
+ * origin clears the bits itself on WRITE (ganesha does; it keeps them on
+ * SETATTR(size)). A non-owner's own chmod never gets here: with
+ * default_permissions the kernel refuses it (EPERM) before asking us. */
+static bool kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
+			   const struct nfsc_cred *cr)
+{
+	uint32_t mode, uid;
+	bool valid;
+
+	if (!sa->set_mode || sa->set_uid || sa->set_gid ||
+	    sa->atime_how != NFSC_TIME_KEEP || sa->mtime_how != NFSC_TIME_KEEP)
+		return false;
+	pthread_mutex_lock(&ino->lock);
+	valid = ino->attr_valid;
+	mode = ino->attr.mode;
+	uid = ino->attr.uid;
+	pthread_mutex_unlock(&ino->lock);
+	return valid && cr->uid != 0 && cr->uid != uid &&
+	       (mode & (S_ISUID | S_ISGID)) &&
+	       (sa->mode | S_ISUID | S_ISGID) == (mode | S_ISUID | S_ISGID) &&
+	       sa->mode != mode;
+}
+
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		       int to_set, struct fuse_file_info *fi)
 {
@@ -377,6 +408,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	struct nfsc_post post;
 	struct nfsc_cred cr;
 	struct stat out;
+	bool killpriv;
 	int ret;
 
 	if (!ino) {
@@ -405,6 +437,9 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		sa.mtime = st->st_mtim;
 	}
 	gw_req_cred(req, &cr);
+	killpriv = kill_priv_only(ino, &sa, &cr);
+	if (killpriv)
+		sa.set_mode = false;
 	/* Uncommitted writes are committed before a truncate: kept for a
 	 * resend after it, they could bring cut data back. */
 	(void)fi;
@@ -414,6 +449,20 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 			fuse_reply_err(req, -ret);
 			return;
 		}
+	}
+	if (killpriv && !sa.set_size) {
+		/* Nothing left to change: the kernel gets attributes it must
+		 * not keep (timeout 0), since the WRITE that follows clears
+		 * the bits at the origin. */
+		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		gw_inode_invalidate_attr(ino);
+		gw_attr_to_stat(&post.attr, nodeid, &out);
+		fuse_reply_attr(req, &out, 0);
+		return;
 	}
 	ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
 	if (!ret && !post.has_attr)
@@ -434,7 +483,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	gw_attr_to_stat(&post.attr, nodeid, &out);
 	if (gw_silly_has(ino) && out.st_nlink > 0)
 		out.st_nlink--;	/* its hidden name is not one of its names */
-	fuse_reply_attr(req, &out, gw_attr_ttl(gw, &post.attr));
+	fuse_reply_attr(req, &out, killpriv ? 0 : gw_attr_ttl(gw, &post.attr));
 }
 
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)
