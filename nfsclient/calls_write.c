@@ -345,6 +345,29 @@ int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	return created_submit(n, conn, r, sa, out);
 }
 
+#define XDR_PAD(n) (((n) + 3) & ~(size_t)3)
+
+/* Bytes of the SYMLINK call left for the target. libnfs 4.0 encodes a
+ * call into a buffer of 4,096 bytes that also holds the record marker
+ * (pdu.c: ZDR_ENCODEBUF_MINSIZE, no alloc_hint for SYMLINK; the 4 bytes
+ * measured: one more word of target fails); one that does not fit fails
+ * to encode, which came back as EIO. In it: the RPC call header (24),
+ * AUTH_SYS credentials
+ * (flavour, length, stamp, machine name "cachegw" as pool.c sets it, uid,
+ * gid, groups), the AUTH_NONE verifier (8), then SYMLINK3args: the
+ * directory handle, the name, a sattr3 with nothing set (6 words) and the
+ * target's length word. */
+static size_t symlink_room(const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, const char *name)
+{
+	size_t used = 24 + 4 + 4 + 4 + 4 + XDR_PAD(sizeof("cachegw") - 1) +
+		      4 + 4 + 4 + 4 * (size_t)cr->ngroups + 8 +
+		      4 + XDR_PAD(dir->len) + 4 + XDR_PAD(strlen(name)) +
+		      6 * 4 + 4;
+
+	return 4096 - 4 - used;
+}
+
 int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		       const struct nfsc_fh *dir, const char *name,
 		       const char *target, struct nfsc_created *out,
@@ -352,8 +375,11 @@ int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 {
 	int err;
 	struct nfsc_req *r;
+	size_t len = strlen(target);
 
-	if (strlen(target) >= 4096)
+	/* PATH_MAX locally; what one call can carry at the origin. */
+	if (len >= 4096 || (strlen(name) <= NFSC_NAME_MAX &&
+			    XDR_PAD(len) > symlink_room(cr, dir, name)))
 		return -ENAMETOOLONG;
 	r = name_req(n, cr, dir, name, symlink_issue, cb, priv, &err);
 	if (!r)
