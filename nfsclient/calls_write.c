@@ -4,10 +4,27 @@
  * the service thread.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nfsc_i.h"
+
+/* NFSv3 times are unsigned 32-bit seconds. Like the Linux NFS client (its
+ * v3 super block has s_time_min 0 and s_time_max U32_MAX, so the VFS's
+ * timestamp_truncate clamps), a time outside that range is clamped to its
+ * end, nanoseconds 0, instead of being cut to 32 bits (2**33 became 1970,
+ * -1 became 2106). */
+static void nfstime3_set(nfstime3 *d, const struct timespec *t)
+{
+	if (t->tv_sec < 0 || t->tv_sec > (time_t)UINT32_MAX) {
+		d->seconds = t->tv_sec < 0 ? 0 : UINT32_MAX;
+		d->nseconds = 0;
+		return;
+	}
+	d->seconds = (u_int)t->tv_sec;
+	d->nseconds = (u_int)t->tv_nsec;
+}
 
 static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 {
@@ -23,11 +40,9 @@ static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 	d->size.set_it = s->set_size;
 	d->size.set_size3_u.size = s->size;
 	d->atime.set_it = (time_how)s->atime_how;
-	d->atime.set_atime_u.atime.seconds = (u_int)s->atime.tv_sec;
-	d->atime.set_atime_u.atime.nseconds = (u_int)s->atime.tv_nsec;
+	nfstime3_set(&d->atime.set_atime_u.atime, &s->atime);
 	d->mtime.set_it = (time_how)s->mtime_how;
-	d->mtime.set_mtime_u.mtime.seconds = (u_int)s->mtime.tv_sec;
-	d->mtime.set_mtime_u.mtime.nseconds = (u_int)s->mtime.tv_nsec;
+	nfstime3_set(&d->mtime.set_mtime_u.mtime, &s->mtime);
 }
 
 /* wcc_data: keep the "after" attributes for the caller. */
