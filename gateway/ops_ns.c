@@ -248,10 +248,10 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, -ret);
 }
 
-/* The file dir/name is about to lose that name (unlink, rename over): its
- * inode, if the gateway has one, with a reference taken (victim_put drops
- * it), and its attributes in *a. NULL if the origin has no such name or
- * the file is not in memory. */
+/* The file dir/name (one about to lose that name to an unlink or a rename
+ * over it, or one just renamed): its inode, if the gateway has one, with a
+ * reference taken (victim_put drops it), and its attributes in *a. NULL if
+ * the origin has no such name or the file is not in memory. */
 static struct gw_inode *victim_get(struct gw *gw, const struct nfsc_cred *cr,
 				   struct gw_inode *dir, const char *name,
 				   struct nfsc_attr *a)
@@ -267,8 +267,8 @@ static struct gw_inode *victim_get(struct gw *gw, const struct nfsc_cred *cr,
 }
 
 /* After the reply (the kernel holds the operation's locks until it has
- * it): the victim's nlink and ctime changed, which its other names must
- * show at once. Our own copy was invalidated before the reply. */
+ * it): the file's nlink or ctime changed, which all its names must show
+ * at once. Our own copy was updated or invalidated before the reply. */
 static void victim_put(struct gw *gw, struct gw_inode *v, bool changed)
 {
 	if (!v)
@@ -317,8 +317,8 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct gw *gw = req_gw(req);
 	PARENT_OR_ESTALE(gw, req, parent, p);
 	PARENT_OR_ESTALE(gw, req, newparent, np);
-	struct gw_inode *v = NULL;
-	struct nfsc_attr va;
+	struct gw_inode *v = NULL, *moved = NULL;
+	struct nfsc_attr va, ma;
 	struct nfsc_cred cr;
 	bool silly = false;
 	int ret;
@@ -362,10 +362,15 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		dir_changed(np);
 		if (v)
 			gw_inode_invalidate_attr(v);
+		/* A rename changes the moved file's ctime too. */
+		moved = victim_get(gw, &cr, np, newname, &ma);
+		if (moved)
+			gw_inode_set_attr_if_newer(moved, &ma);
 	}
 reply:
 	fuse_reply_err(req, -ret);
 	victim_put(gw, v, !ret);
+	victim_put(gw, moved, true);
 }
 
 /* Is the mode in sa only the kernel clearing setuid/setgid before a write

@@ -58,7 +58,9 @@ cat >"$work/links.py" <<-'PY'
 	time.sleep(0.05); os.link(p("b"), p("c")); look("link", "a")
 	time.sleep(0.05); os.unlink(p("c")); look("unlink", "b")
 	with open(p("d"), "wb") as f: f.write(b"y")
+	moved = os.stat(p("d")).st_ctime_ns
 	time.sleep(0.05); os.rename(p("d"), p("b")); look("rename-over", "a")
+	out.append("moved:ctime=" + ("changed" if os.stat(p("b")).st_ctime_ns != moved else "same"))
 	print(" ".join(out))
 	PY
 for c in links links2; do same "$c" "$work/links.py"; done
