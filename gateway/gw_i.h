@@ -13,6 +13,7 @@
  * write.c: writes, the write window, COMMIT.
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
+ * silly.c: files unlinked while open: hidden names (silly-rename).
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  *
  * Lock order: a lock on a line may be taken while holding one on an
@@ -26,7 +27,9 @@
  *      while waiting for the origin: READ callbacks (chunk_done) take it
  *      on a connection thread.
  *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
- *      lock (write.c): leaves, nothing is taken while holding them.
+ *      lock (write.c), the hidden-name table's lock (silly.c; held
+ *      across its file's write, never across an origin call): leaves,
+ *      nothing is taken while holding them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.
@@ -164,6 +167,8 @@ struct gw_inode {
 	int write_err;			/* -errno to report at flush/fsync */
 	struct gw_access access[GW_ACCESS_SLOTS];
 	unsigned access_next;
+	struct gw_silly *silly;		/* hidden name it was unlinked to
+					 * while open (silly.c), lock */
 };
 
 struct gw_itable {
@@ -185,6 +190,9 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
  * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
  * unknown. */
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
+/* The inode of an origin handle, if it is in memory, with one kernel
+ * reference taken (drop it with gw_inode_forget(gw, nodeid, 1)). */
+struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh);
 /* Node-id of the directory ino was found in (the root for the root). */
 uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
 /* The origin says the file is gone (ESTALE): retire its node-id. */
@@ -314,6 +322,31 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
 			size_t len, uint64_t off);
 
+/* ---- silly.c: files unlinked or renamed over while open ----
+ * gw_silly_start removes the hidden names an earlier run left (recorded in
+ * cache_dir); call it once the origin answers. */
+struct gw_silly;
+struct gw_silly_tab;
+int gw_silly_start(struct gw *gw, const char *cache_dir);
+void gw_silly_stop(struct gw *gw);
+/* Should removing the name whose file is ino (attributes a) be a RENAME to
+ * a hidden name instead: a regular file open through the mount, and this
+ * its last name? */
+bool gw_silly_wanted(struct gw_inode *ino, const struct nfsc_attr *a);
+/* RENAME dir/name to a hidden name, removed at ino's last close (or now,
+ * if that came meanwhile). 0 or the RENAME's -errno. */
+int gw_silly_rename(struct gw *gw, const struct nfsc_cred *cr,
+		    struct gw_inode *dir, const char *name,
+		    struct gw_inode *ino, const struct nfsc_attr *a);
+/* Put ino's hidden name back as dir/name (a RENAME over it failed). */
+int gw_silly_undo(struct gw *gw, struct gw_inode *dir, const char *name,
+		  struct gw_inode *ino);
+void gw_silly_finish(struct gw *gw, struct gw_silly *s);
+/* After a close: the last one removes ino's hidden name. */
+void gw_silly_release(struct gw *gw, struct gw_inode *ino);
+/* ino lives on under a hidden name only (its nlink shows one less). */
+bool gw_silly_has(struct gw_inode *ino);
+
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
@@ -358,6 +391,8 @@ struct gw {
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t resends;		/* extents resent after a verifier
 					 * change (atomic) */
+	struct gw_silly_tab *silly;	/* hidden names (silly.c), set at
+					 * start */
 };
 
 #endif

@@ -210,6 +210,21 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	return ino;
 }
 
+struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino;
+
+	pthread_mutex_lock(&t->lock);
+	ino = t->by_fh[fh_hash(fh, t->nbuckets)];
+	while (ino && !fh_equal(&ino->fh, fh))
+		ino = ino->next_fh;
+	if (ino)
+		ino->nlookup++;
+	pthread_mutex_unlock(&t->lock);
+	return ino;
+}
+
 static void unlink_locked(struct gw_itable *t, struct gw_inode *ino)
 {
 	struct gw_inode **pp;

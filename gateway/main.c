@@ -274,6 +274,12 @@ static int run(struct gw_opts *o)
 		fprintf(stderr, "cachegw: cannot start connection threads\n");
 		goto out_unmount;
 	}
+	/* Before the first request: hidden names of files an earlier run
+	 * had open when it died. */
+	if (gw_silly_start(&gw, o->cache_dir)) {
+		fprintf(stderr, "cachegw: out of memory\n");
+		goto out_unmount;
+	}
 	ret = gw_ctl_start(&gw, o->cache_dir);
 	if (ret) {
 		fprintf(stderr, "cachegw: cannot serve the control socket in "
@@ -310,6 +316,7 @@ out_itable:
 	if (gw.fill_started)
 		gw_fill_stop(&gw);
 	gw_itable_free(&gw);
+	gw_silly_stop(&gw);
 out_nfs:
 	nfsc_close(gw.nfs);
 out_cache:

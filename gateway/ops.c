@@ -223,6 +223,8 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	gw_attr_to_stat(&a, nodeid, &st);
+	if (gw_silly_has(ino) && st.st_nlink > 0)
+		st.st_nlink--;	/* its hidden name is not one of its names */
 	fuse_reply_attr(req, &st, gw_attr_ttl(gw, &a));
 	/* Changed at the origin: the kernel's pages are stale too. After the
 	 * reply, so the kernel is not waiting on us for this inode. */
@@ -509,6 +511,9 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 	}
 	free((void *)(uintptr_t)fi->fh);
 	fi->fh = 0;
+	/* The last close of a file unlinked while open removes its hidden
+	 * name at the origin. */
+	gw_silly_release(gw, ino);
 }
 
 static void gw_open(fuse_req_t req, fuse_ino_t nodeid,

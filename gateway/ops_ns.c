@@ -231,7 +231,7 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	gw_reply_created(gw, req, p, newname, &cr, &c, NULL);
 }
 
-/* unlink and rmdir: one origin call that removes a name. */
+/* rmdir: one origin call that removes a name. */
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 			int (*rm)(struct nfsc *, const struct nfsc_cred *,
 				  const struct nfsc_fh *, const char *))
@@ -248,9 +248,61 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, -ret);
 }
 
+/* The file dir/name (one about to lose that name to an unlink or a rename
+ * over it, or one just renamed): its inode, if the gateway has one, with a
+ * reference taken (victim_put drops it), and its attributes in *a. NULL if
+ * the origin has no such name or the file is not in memory. */
+static struct gw_inode *victim_get(struct gw *gw, const struct nfsc_cred *cr,
+				   struct gw_inode *dir, const char *name,
+				   struct nfsc_attr *a)
+{
+	struct nfsc_fh fh;
+	bool has_attr = false;
+
+	if (nfsc_lookup(gw->nfs, cr, &dir->fh, name, &fh, a, &has_attr))
+		return NULL;
+	if (!has_attr && nfsc_getattr(gw->nfs, cr, &fh, a))
+		return NULL;
+	return gw_inode_ref_fh(gw, &fh);
+}
+
+/* After the reply (the kernel holds the operation's locks until it has
+ * it): the file's nlink or ctime changed, which all its names must show
+ * at once. Our own copy was updated or invalidated before the reply. */
+static void victim_put(struct gw *gw, struct gw_inode *v, bool changed)
+{
+	if (!v)
+		return;
+	if (changed)
+		fuse_lowlevel_notify_inval_inode(gw->se, v->nodeid, -1, 0);
+	gw_inode_forget(gw, v->nodeid, 1);
+}
+
 void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	remove_name(req, parent, name, nfsc_remove);
+	struct gw *gw = req_gw(req);
+	PARENT_OR_ESTALE(gw, req, parent, p);
+	struct gw_inode *v;
+	struct nfsc_attr a;
+	struct nfsc_cred cr;
+	int ret;
+
+	gw_req_cred(req, &cr);
+	/* 1. Which file loses the name. 2. Open through the mount and this
+	 *    its last name: a hidden name keeps it for the open descriptors
+	 *    (the origin would destroy it); else REMOVE. */
+	v = victim_get(gw, &cr, p, name, &a);
+	if (v && gw_silly_wanted(v, &a))
+		ret = gw_silly_rename(gw, &cr, p, name, v, &a);
+	else
+		ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
+	if (!ret) {
+		dir_changed(p);
+		if (v)
+			gw_inode_invalidate_attr(v);
+	}
+	fuse_reply_err(req, -ret);
+	victim_put(gw, v, !ret);
 }
 
 void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -265,7 +317,10 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct gw *gw = req_gw(req);
 	PARENT_OR_ESTALE(gw, req, parent, p);
 	PARENT_OR_ESTALE(gw, req, newparent, np);
+	struct gw_inode *v = NULL, *moved = NULL;
+	struct nfsc_attr va, ma;
 	struct nfsc_cred cr;
+	bool silly = false;
 	int ret;
 
 	/* NFSv3 has no atomic exchange. */
@@ -286,13 +341,67 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			fuse_reply_err(req, ret ? -ret : EEXIST);
 			return;
 		}
+	} else {
+		/* The file renamed over, as in gw_unlink: open through the
+		 * mount, it moves to a hidden name first (not atomic: for a
+		 * moment newname does not exist), and back if the RENAME
+		 * fails. */
+		v = victim_get(gw, &cr, np, newname, &va);
+		if (v && gw_silly_wanted(v, &va)) {
+			ret = gw_silly_rename(gw, &cr, np, newname, v, &va);
+			if (ret)
+				goto reply;
+			silly = true;
+		}
 	}
 	ret = nfsc_rename(gw->nfs, &cr, &p->fh, name, &np->fh, newname);
+	if (ret && silly)
+		gw_silly_undo(gw, np, newname, v);
 	if (!ret) {
 		dir_changed(p);
 		dir_changed(np);
+		if (v)
+			gw_inode_invalidate_attr(v);
+		/* A rename changes the moved file's ctime too. */
+		moved = victim_get(gw, &cr, np, newname, &ma);
+		if (moved)
+			gw_inode_set_attr_if_newer(moved, &ma);
 	}
+reply:
 	fuse_reply_err(req, -ret);
+	victim_put(gw, v, !ret);
+	victim_put(gw, moved, true);
+}
+
+/* Is the mode in sa only the kernel clearing setuid/setgid before a write
+ * or truncate by cr, who does not own the file? The origin refuses a
+ * non-owner's chmod (EPERM), where a local fs lets the write through.
+ * FUSE_CAP_HANDLE_KILLPRIV would stop the kernel from sending it, but
+ * libfuse 3.14 does not pass that flag on in its INIT reply (checked:
+ * wanted and capable, absent from the flags sent), and libfuse 3.14 has
+ * no HANDLE_KILLPRIV_V2. So, as the NFS client does (nfs_setattr drops
+ * ATTR_MODE with ATTR_KILL_SUID/SGID), the mode change is dropped and the
+ * origin clears the bits itself on WRITE (ganesha does; it keeps them on
+ * SETATTR(size)). A non-owner's own chmod never gets here: with
+ * default_permissions the kernel refuses it (EPERM) before asking us. */
+static bool kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
+			   const struct nfsc_cred *cr)
+{
+	uint32_t mode, uid;
+	bool valid;
+
+	if (!sa->set_mode || sa->set_uid || sa->set_gid ||
+	    sa->atime_how != NFSC_TIME_KEEP || sa->mtime_how != NFSC_TIME_KEEP)
+		return false;
+	pthread_mutex_lock(&ino->lock);
+	valid = ino->attr_valid;
+	mode = ino->attr.mode;
+	uid = ino->attr.uid;
+	pthread_mutex_unlock(&ino->lock);
+	return valid && cr->uid != 0 && cr->uid != uid &&
+	       (mode & (S_ISUID | S_ISGID)) &&
+	       (sa->mode | S_ISUID | S_ISGID) == (mode | S_ISUID | S_ISGID) &&
+	       sa->mode != mode;
 }
 
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
@@ -304,6 +413,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	struct nfsc_post post;
 	struct nfsc_cred cr;
 	struct stat out;
+	bool killpriv;
 	int ret;
 
 	if (!ino) {
@@ -332,6 +442,9 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		sa.mtime = st->st_mtim;
 	}
 	gw_req_cred(req, &cr);
+	killpriv = kill_priv_only(ino, &sa, &cr);
+	if (killpriv)
+		sa.set_mode = false;
 	/* Uncommitted writes are committed before a truncate: kept for a
 	 * resend after it, they could bring cut data back. */
 	(void)fi;
@@ -341,6 +454,20 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 			fuse_reply_err(req, -ret);
 			return;
 		}
+	}
+	if (killpriv && !sa.set_size) {
+		/* Nothing left to change: the kernel gets attributes it must
+		 * not keep (timeout 0), since the WRITE that follows clears
+		 * the bits at the origin. */
+		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		gw_inode_invalidate_attr(ino);
+		gw_attr_to_stat(&post.attr, nodeid, &out);
+		fuse_reply_attr(req, &out, 0);
+		return;
 	}
 	ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
 	if (!ret && !post.has_attr)
@@ -359,7 +486,9 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	/* Our own change: the cache follows it instead of being dropped. */
 	gw_cache_own_change(gw, ino, &post.attr, sa.set_size);
 	gw_attr_to_stat(&post.attr, nodeid, &out);
-	fuse_reply_attr(req, &out, gw_attr_ttl(gw, &post.attr));
+	if (gw_silly_has(ino) && out.st_nlink > 0)
+		out.st_nlink--;	/* its hidden name is not one of its names */
+	fuse_reply_attr(req, &out, killpriv ? 0 : gw_attr_ttl(gw, &post.attr));
 }
 
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)

@@ -4,10 +4,27 @@
  * the service thread.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nfsc_i.h"
+
+/* NFSv3 times are unsigned 32-bit seconds. Like the Linux NFS client (its
+ * v3 super block has s_time_min 0 and s_time_max U32_MAX, so the VFS's
+ * timestamp_truncate clamps), a time outside that range is clamped to its
+ * end, nanoseconds 0, instead of being cut to 32 bits (2**33 became 1970,
+ * -1 became 2106). */
+static void nfstime3_set(nfstime3 *d, const struct timespec *t)
+{
+	if (t->tv_sec < 0 || t->tv_sec > (time_t)UINT32_MAX) {
+		d->seconds = t->tv_sec < 0 ? 0 : UINT32_MAX;
+		d->nseconds = 0;
+		return;
+	}
+	d->seconds = (u_int)t->tv_sec;
+	d->nseconds = (u_int)t->tv_nsec;
+}
 
 static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 {
@@ -23,11 +40,9 @@ static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 	d->size.set_it = s->set_size;
 	d->size.set_size3_u.size = s->size;
 	d->atime.set_it = (time_how)s->atime_how;
-	d->atime.set_atime_u.atime.seconds = (u_int)s->atime.tv_sec;
-	d->atime.set_atime_u.atime.nseconds = (u_int)s->atime.tv_nsec;
+	nfstime3_set(&d->atime.set_atime_u.atime, &s->atime);
 	d->mtime.set_it = (time_how)s->mtime_how;
-	d->mtime.set_mtime_u.mtime.seconds = (u_int)s->mtime.tv_sec;
-	d->mtime.set_mtime_u.mtime.nseconds = (u_int)s->mtime.tv_nsec;
+	nfstime3_set(&d->mtime.set_mtime_u.mtime, &s->mtime);
 }
 
 /* wcc_data: keep the "after" attributes for the caller. */
@@ -345,6 +360,29 @@ int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	return created_submit(n, conn, r, sa, out);
 }
 
+#define XDR_PAD(n) (((n) + 3) & ~(size_t)3)
+
+/* Bytes of the SYMLINK call left for the target. libnfs 4.0 encodes a
+ * call into a buffer of 4,096 bytes that also holds the record marker
+ * (pdu.c: ZDR_ENCODEBUF_MINSIZE, no alloc_hint for SYMLINK; the 4 bytes
+ * measured: one more word of target fails); one that does not fit fails
+ * to encode, which came back as EIO. In it: the RPC call header (24),
+ * AUTH_SYS credentials
+ * (flavour, length, stamp, machine name "cachegw" as pool.c sets it, uid,
+ * gid, groups), the AUTH_NONE verifier (8), then SYMLINK3args: the
+ * directory handle, the name, a sattr3 with nothing set (6 words) and the
+ * target's length word. */
+static size_t symlink_room(const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, const char *name)
+{
+	size_t used = 24 + 4 + 4 + 4 + 4 + XDR_PAD(sizeof("cachegw") - 1) +
+		      4 + 4 + 4 + 4 * (size_t)cr->ngroups + 8 +
+		      4 + XDR_PAD(dir->len) + 4 + XDR_PAD(strlen(name)) +
+		      6 * 4 + 4;
+
+	return 4096 - 4 - used;
+}
+
 int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		       const struct nfsc_fh *dir, const char *name,
 		       const char *target, struct nfsc_created *out,
@@ -352,8 +390,11 @@ int nfsc_symlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 {
 	int err;
 	struct nfsc_req *r;
+	size_t len = strlen(target);
 
-	if (strlen(target) >= 4096)
+	/* PATH_MAX locally; what one call can carry at the origin. */
+	if (len >= 4096 || (strlen(name) <= NFSC_NAME_MAX &&
+			    XDR_PAD(len) > symlink_room(cr, dir, name)))
 		return -ENAMETOOLONG;
 	r = name_req(n, cr, dir, name, symlink_issue, cb, priv, &err);
 	if (!r)
