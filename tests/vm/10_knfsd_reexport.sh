@@ -40,7 +40,7 @@ want=$(cd "$data" && "$prog" big.bin | cut -d' ' -f1)
 for c in "$c3" "$c4"; do
 	v=$(basename "$c" | cut -d. -f1)
 	step "$v: tree and bytes"
-	if ! diff <(tree_manifest "$data") <(timeout 300 bash -c "tree_manifest '$c'") >"$c.diff" 2>&1; then
+	if ! diff <(vm_manifest "$data") <(timeout 300 bash -c "$(declare -f vm_manifest); vm_manifest '$c'") >"$c.diff" 2>&1; then
 		bad "$v: the tree differs from the origin's: $(head -n 5 "$c.diff")"
 	fi
 	step "$v: exec from the re-export"
