@@ -163,6 +163,7 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	if (!n)
 		return -ENOMEM;
 	n->opts = *opts;
+	nfsc_inject_from_env(n);
 	if (!n->opts.nconnect)
 		n->opts.nconnect = 4;
 	if (n->opts.nconnect > 64)
@@ -212,8 +213,9 @@ static void conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
 	    !memcmp(c->auth_cred.groups, cr->groups,
 		    cr->ngroups * sizeof(cr->groups[0])))
 		return;
-	auth = libnfs_authunix_create("cachegw", cr->uid, cr->gid, cr->ngroups,
-				      (uint32_t *)cr->groups);
+	auth = nfsc_inject_auth_error(c->n, cr->uid) ? NULL :
+	       libnfs_authunix_create("cachegw", cr->uid, cr->gid,
+				      cr->ngroups, (uint32_t *)cr->groups);
 	if (!auth)
 		return;		/* keep the old one; the origin decides */
 	rpc_set_auth(c->rpc, auth);
