@@ -1,5 +1,5 @@
 #!/bin/bash
-# fsync/close are only answered once the data is stable: a close racing another close whose COMMIT is held (and the origin restarted under it) returns after the resend, a COMMIT error reaches both, a write split into wsize chunks with the origin restarting between chunks is resent whole (counted, bytes exact), and a WRITE answered with 0 bytes fails with EIO in bounded time while the gateway lives on.
+# fsync/close are only answered once the data is stable: a close racing another close whose COMMIT is held (and the origin restarted under it) returns after the resend, a COMMIT error reaches both, a write split into wsize chunks with the origin restarting between chunks is resent whole (counted, bytes exact), a WRITE answered with 0 bytes fails with EIO in bounded time while the gateway lives on, and a write lost in a restart is resent before a newer overlapping one (the origin ends with the newer bytes).
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -75,6 +75,20 @@ cat >"$OPS" <<-'PY'
 	        r = res(lambda: os.fsync(fd))
 	    c = res(lambda: os.close(fd))
 	    print(r if r != "ok" else c)
+	elif op == "overwrite":
+	    # Write A, tell the test (file DONE_A), wait for its GO file, write
+	    # B over A through the same fd, fsync, close: no flush in between.
+	    path, a, b, done_a, go = sys.argv[2:7]
+	    fd = os.open(path, os.O_WRONLY)
+	    os.write(fd, open(a, "rb").read())
+	    open(done_a, "w").close()
+	    end = time.time() + 60
+	    while not os.path.exists(go) and time.time() < end:
+	        time.sleep(0.05)
+	    os.pwrite(fd, open(b, "rb").read(), 0)
+	    r = res(lambda: os.fsync(fd))
+	    c = res(lambda: os.close(fd))
+	    print(r if r != "ok" else c)
 	PY
 
 data=$(harness_tmpdir origin-data)
@@ -85,15 +99,15 @@ restart_origin() {
 }
 field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
 
-# mount_with VAR=VALUE OPTS: a gateway with one fault injected.
+# mount_with VAR=VALUE|"" OPTS: a gateway with one fault injected (or none).
 mount_with() {
-	local inj=$1 opts=$2
+	local inj=$1 opts=$2 rc
 	mnt=$(harness_tmpdir mnt)
 	cdir=$(harness_tmpdir cache)
-	export "${inj?}"
+	[ -n "$inj" ] && export "${inj?}"
 	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,timeo=20${opts:+,$opts}"
-	local rc=$?
-	unset "${inj%%=*}"
+	rc=$?
+	[ -n "$inj" ] && unset "${inj%%=*}"
 	return $rc
 }
 
@@ -176,4 +190,32 @@ echo "  (c) write of 100 bytes answered with 0: $out after ${took}s" >&2
 pid_alive "$GW_PID" || bad "(c) the gateway died"
 [ "$(timeout 20 cat "$mnt/other" 2>&1)" = alive ] || bad "(c) the mount no longer serves reads"
 unmount_gateway "$mnt" || bad "(c) unmount / gateway exit (log: $GW_LOG)"
+
+# ---- (d) a write before an origin restart, then an overlapping one after
+# it, one fsync: the lost older bytes are resent before the newer ones, so
+# the origin ends with the newer bytes
+head -c $((WS)) /dev/urandom >"$work/d.a"
+head -c $((WS)) /dev/urandom >"$work/d.b"
+: >"$data/d.bin"
+mount_with "" "wsize=$WS" || exit 1
+r0=$(gw_metric "$cdir" write_resends_total)
+timeout 120 "$PY" "$OPS" overwrite "$mnt/d.bin" "$work/d.a" "$work/d.b" \
+	"$work/d.done_a" "$work/d.go" >"$work/d.out" 2>&1 &
+py=$!
+timeout 30 bash -c 'until [ -e "$1" ]; do sleep 0.1; done' _ "$work/d.done_a" ||
+	bad "(d) the first write did not complete"
+restart_origin || exit 1
+touch "$work/d.go"
+wait "$py"
+out=$(cat "$work/d.out")
+r1=$(gw_metric "$cdir" write_resends_total)
+echo "  (d) overwrite across a restart: $out; resends $r0 -> $r1" >&2
+[ "$out" = ok ] || bad "(d) write/fsync: $out"
+[ -n "$r1" ] && [ "$r1" -gt "${r0:-0}" ] || bad "(d) nothing resent after the restart"
+cmp -s "$work/d.b" "$data/d.bin" || {
+	cmp -s "$work/d.a" "$data/d.bin" &&
+		bad "(d) the origin holds the OLDER write's bytes: the resend undid the newer write" ||
+		bad "(d) bytes at the origin differ"
+}
+unmount_gateway "$mnt" || bad "(d) unmount / gateway exit (log: $GW_LOG)"
 exit $fail
