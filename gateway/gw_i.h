@@ -150,7 +150,8 @@ struct gw_inode {
 	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
 					 * (fetch.c) */
-	pthread_cond_t fetch_cond;	/* a fetch completed */
+	pthread_cond_t fetch_cond;	/* a fetch completed (and see
+					 * writes_done, committing) */
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
 					 * truncate through the gateway */
@@ -162,8 +163,13 @@ struct gw_inode {
 	uint64_t ra_next;		/* where a sequential read goes next */
 	uint64_t ra_win;		/* readahead window, bytes */
 	uint64_t ra_front;		/* end of the furthest readahead */
-	struct gw_extent *uncommitted;	/* written, not yet COMMITted */
+	struct gw_extent *uncommitted;	/* written, not yet COMMITted:
+					 * newest first (write.c) */
 	size_t uncommitted_bytes;
+	bool committing;		/* a COMMIT round is running; */
+	bool resending;			/* it writes lost extents again (new
+					 * writes wait). fetch_cond is
+					 * broadcast when either ends */
 	int write_err;			/* -errno to report at flush/fsync */
 	struct gw_access access[GW_ACCESS_SLOTS];
 	unsigned access_next;

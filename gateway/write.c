@@ -6,9 +6,10 @@
  *    to the kernel goes out when all have been answered.
  * 3. Each extent stays in the inode's uncommitted list, with the write
  *    verifier the origin gave it, until a COMMIT (flush, fsync, release, or
- *    too much uncommitted data). A COMMIT whose verifier differs means the
- *    origin restarted and lost them: those extents are written again, now
- *    FILE_SYNC.
+ *    too much uncommitted data) has been answered. A COMMIT whose verifier
+ *    differs, or an extent whose pieces got different verifiers, means the
+ *    origin restarted and may have lost them: those extents are written
+ *    again, now FILE_SYNC, before the flush is answered.
  * 4. The post-op attributes of the WRITEs become the inode's attributes
  *    and the cache object's coherency data, so the gateway's own writes do
  *    not look like a change at the origin; the cache takes the new bytes
@@ -20,6 +21,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
+#include "lockcheck.h"
 
 /* Uncommitted bytes of one file that trigger a COMMIT. */
 #define GW_COMMIT_AFTER (32u << 20)
@@ -28,7 +30,9 @@ struct gw_extent {
 	struct gw_extent *next;
 	uint64_t off;
 	size_t len;
-	uint8_t verf[8];		/* verifier of the WRITE that sent it */
+	uint8_t verf[8];		/* verifier of the WRITEs that sent it */
+	bool mixed;			/* they gave different ones: the origin
+					 * restarted in between, resend */
 	struct nfsc_cred cred;
 	char data[];
 };
@@ -57,6 +61,10 @@ static void window_put(struct gw *gw, size_t n)
 
 /* ---- sending ---- */
 
+/* Replies of 0 bytes in a row after which a WRITE is given up: an origin
+ * that takes nothing would otherwise be asked again forever. */
+#define GW_WRITE_ZERO_TRIES 3
+
 struct wchunk {
 	uint32_t written;
 	uint8_t verf[8];
@@ -70,6 +78,14 @@ struct wbatch {
 	int status;			/* first error, under lock */
 };
 
+static void wbatch_init(struct wbatch *b)
+{
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	b->pending = 0;
+	b->status = 0;
+}
+
 static void wbatch_done(int status, void *priv)
 {
 	struct wbatch *b = priv;
@@ -82,82 +98,146 @@ static void wbatch_done(int status, void *priv)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* WRITE [off, off+len) in wsize pieces in parallel. verf receives the
- * verifier (the last piece's; a server gives one per boot), post the
- * newest post-op attributes. */
+/* Queue one WRITE on b; its answer lands in *ch. */
+static void wbatch_write(struct wbatch *b, struct gw *gw,
+			 const struct nfsc_cred *cr, const struct nfsc_fh *fh,
+			 const char *buf, uint32_t len, uint64_t off,
+			 bool stable, struct wchunk *ch)
+{
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	b->pending++;
+	pthread_mutex_unlock(&b->lock);
+	ret = nfsc_write_async(gw->nfs, -1, cr, fh, off, len, buf, stable,
+			       &ch->written, ch->verf, &ch->post,
+			       wbatch_done, b);
+	if (ret)
+		wbatch_done(ret, b);
+}
+
+/* Wait for every WRITE queued on b; the first error. Destroys b. */
+static int wbatch_wait(struct wbatch *b)
+{
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	while (b->pending)
+		pthread_cond_wait(&b->cond, &b->lock);
+	ret = b->status;
+	pthread_mutex_unlock(&b->lock);
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+	return ret;
+}
+
+/* What the WRITEs of one range said: the newest post-op attributes, and
+ * the verifier - every piece's, which may differ if the origin restarted
+ * between them. */
+struct wresult {
+	struct nfsc_post post;
+	uint8_t verf[8];
+	bool have_verf;
+	bool mixed;			/* pieces gave different verifiers */
+};
+
+static void wresult_add(struct wresult *r, const struct wchunk *ch)
+{
+	if (ch->post.has_attr &&
+	    (!r->post.has_attr || gw_attr_newer(&ch->post.attr, &r->post.attr)))
+		r->post = ch->post;
+	/* A piece that took nothing vouches for nothing. */
+	if (!ch->written)
+		return;
+	if (!r->have_verf) {
+		memcpy(r->verf, ch->verf, 8);
+		r->have_verf = true;
+	} else if (memcmp(r->verf, ch->verf, 8)) {
+		r->mixed = true;
+	}
+}
+
+/* A piece the origin took short: ask again for the rest, one at a time. */
+static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *fh, const char *buf, uint32_t len,
+		     uint64_t off, bool stable, const struct wchunk *first,
+		     struct wresult *res)
+{
+	uint32_t done = first->written;
+	unsigned zero = done ? 0 : 1;
+
+	while (done < len) {
+		struct wchunk ch = { 0 };
+		struct wbatch b;
+		int ret;
+
+		if (zero >= GW_WRITE_ZERO_TRIES) {
+			gw_log("origin took 0 bytes of a WRITE at %llu %u "
+			       "times: failing it", (unsigned long long)off +
+			       done, zero);
+			return -EIO;
+		}
+		wbatch_init(&b);
+		wbatch_write(&b, gw, cr, fh, buf + done, len - done,
+			     off + done, stable, &ch);
+		ret = wbatch_wait(&b);
+		if (ret)
+			return ret;
+		wresult_add(res, &ch);
+		zero = ch.written ? 0 : zero + 1;
+		done += ch.written;
+	}
+	return 0;
+}
+
+/* WRITE [off, off+len) in wsize pieces in parallel. */
 static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fh, const char *buf, size_t len,
-		      uint64_t off, bool stable, uint8_t verf[8],
-		      struct nfsc_post *post)
+		      uint64_t off, bool stable, struct wresult *res)
 {
 	uint32_t ws = nfsc_wsize(gw->nfs);
 	size_t n = (len + ws - 1) / ws, i;
 	struct wchunk *ch = calloc(n ? n : 1, sizeof(*ch));
-	struct wbatch b = { .status = 0 };
+	struct wbatch b;
 	int ret;
 
+	memset(res, 0, sizeof(*res));
 	if (!ch)
 		return -ENOMEM;
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_cond_init(&b.cond, NULL);
+	wbatch_init(&b);
 	for (i = 0; i < n; i++) {
 		size_t o = i * ws, l = len - o < ws ? len - o : ws;
 
-		pthread_mutex_lock(&b.lock);
-		b.pending++;
-		pthread_mutex_unlock(&b.lock);
-		ret = nfsc_write_async(gw->nfs, -1, cr, fh, off + o,
-				       (uint32_t)l, buf + o, stable,
-				       &ch[i].written, ch[i].verf,
-				       &ch[i].post, wbatch_done, &b);
-		if (ret)
-			wbatch_done(ret, &b);
+		wbatch_write(&b, gw, cr, fh, buf + o, (uint32_t)l, off + o,
+			     stable, &ch[i]);
 	}
-	pthread_mutex_lock(&b.lock);
-	while (b.pending)
-		pthread_cond_wait(&b.cond, &b.lock);
-	ret = b.status;
-	pthread_mutex_unlock(&b.lock);
-	pthread_cond_destroy(&b.cond);
-	pthread_mutex_destroy(&b.lock);
-	post->has_attr = false;
+	ret = wbatch_wait(&b);
 	for (i = 0; !ret && i < n; i++) {
-		size_t l = len - i * ws < ws ? len - i * ws : ws;
+		size_t o = i * ws, l = len - o < ws ? len - o : ws;
 
-		/* A short WRITE: finish it synchronously. */
-		if (ch[i].written < l) {
-			struct nfsc_post p2;
-			size_t done = ch[i].written;
-
-			ret = send_range(gw, cr, fh, buf + i * ws + done,
-					 l - done, off + i * ws + done,
-					 stable, ch[i].verf, &p2);
-			if (!ret && p2.has_attr)
-				ch[i].post = p2;
-		}
-		memcpy(verf, ch[i].verf, 8);
-		if (ch[i].post.has_attr &&
-		    (!post->has_attr ||
-		     gw_attr_newer(&ch[i].post.attr, &post->attr)))
-			*post = ch[i].post;
+		wresult_add(res, &ch[i]);
+		if (ch[i].written < l)
+			ret = send_rest(gw, cr, fh, buf + o, (uint32_t)l,
+					off + o, stable, &ch[i], res);
 	}
 	free(ch);
 	return ret;
 }
 
-/* ---- committing ---- */
+/* ---- committing ----
+ *
+ * Extents stay listed until a COMMIT that covers them has been answered
+ * (and what it showed lost has been written again), so that a flush never
+ * finds an empty list while their COMMIT is still out. Rounds of one inode
+ * run one at a time (ino->committing): a flush that comes during a round
+ * waits for it, then COMMITs what is still listed - including what that
+ * round failed on, so it sees the error too.
+ */
 
-static struct gw_extent *take_extents(struct gw_inode *ino)
-{
-	struct gw_extent *l;
-
-	pthread_mutex_lock(&ino->lock);
-	l = ino->uncommitted;
-	ino->uncommitted = NULL;
-	ino->uncommitted_bytes = 0;
-	pthread_mutex_unlock(&ino->lock);
-	return l;
-}
+/* Data the gateway keeps for resending after COMMITs failed; past this it
+ * is let go and the error reported instead of memory growing without
+ * bound. */
+#define GW_KEEP_FAILED (4 * GW_COMMIT_AFTER)
 
 static void free_extents(struct gw_extent *e)
 {
@@ -169,35 +249,145 @@ static void free_extents(struct gw_extent *e)
 	}
 }
 
-/* COMMIT what the inode has uncommitted; resend what the origin lost. */
+/* Unlist first and everything older (the list is newest first). */
+static void cut_locked(struct gw_inode *ino, struct gw_extent *first)
+{
+	struct gw_extent **pp = &ino->uncommitted, *e;
+
+	GW_ASSERT_HELD(&ino->lock);
+	while (*pp && *pp != first)
+		pp = &(*pp)->next;
+	*pp = NULL;
+	for (e = first; e; e = e->next)
+		ino->uncommitted_bytes -= e->len;
+}
+
+static void round_begin(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	while (ino->committing)
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	ino->committing = true;
+	pthread_mutex_unlock(&ino->lock);
+}
+
+static void round_end(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	ino->committing = false;
+	pthread_cond_broadcast(&ino->fetch_cond);
+	pthread_mutex_unlock(&ino->lock);
+}
+
+static bool extent_lost(const struct gw_extent *e, const uint8_t verf[8])
+{
+	return e->mixed || memcmp(e->verf, verf, 8);
+}
+
+/* The COMMIT of first and what is older answered verf: write again, FILE_SYNC,
+ * what the origin lost. Oldest first, and every extent newer than the
+ * oldest lost one too, so that where they overlap the newest bytes land
+ * last; with no WRITE of this inode in flight meanwhile (a WRITE the origin
+ * answered before a resend of older bytes would be undone by it). */
+static int resend_lost(struct gw *gw, struct gw_inode *ino,
+		       struct gw_extent *first, const uint8_t verf[8])
+{
+	struct gw_extent *e, **v = NULL;
+	size_t n = 0, i, oldest = 0;
+	bool lost = false, ours = false;
+	int ret = 0;
+
+	for (e = first; e; e = e->next)
+		if (extent_lost(e, verf))
+			lost = true;
+	if (!lost)
+		return 0;
+	pthread_mutex_lock(&ino->lock);
+	ino->resending = true;
+	while (gw_inode_writing(ino))
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	/* From here the list holds still: writers wait for resending. */
+	for (e = ino->uncommitted; e; e = e->next)
+		n++;
+	pthread_mutex_unlock(&ino->lock);
+	v = calloc(n, sizeof(*v));
+	if (!v) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* v[0] newest; v[n - 1] oldest. Extents newer than first are not
+	 * ours to judge; they are written again only to keep the order. */
+	for (i = 0, e = ino->uncommitted; e; e = e->next, i++) {
+		v[i] = e;
+		if (e == first)
+			ours = true;
+		if (ours && extent_lost(e, verf))
+			oldest = i;
+	}
+	for (i = oldest + 1; i-- > 0 && !ret;) {
+		struct wresult r;
+
+		__atomic_fetch_add(&gw->resends, 1, __ATOMIC_RELAXED);
+		gw_log("origin lost unstable writes (verifier changed): "
+		       "resending %zu bytes at %llu", v[i]->len,
+		       (unsigned long long)v[i]->off);
+		ret = send_range(gw, &v[i]->cred, &ino->fh, v[i]->data,
+				 v[i]->len, v[i]->off, true, &r);
+	}
+	free(v);
+out:
+	pthread_mutex_lock(&ino->lock);
+	ino->resending = false;
+	pthread_cond_broadcast(&ino->fetch_cond);
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
+}
+
+/* COMMIT what the inode has uncommitted; resend what the origin lost.
+ * Returns only once every extent listed at the call is stable, or with the
+ * error that kept one from being so. */
 static int commit_inode(struct gw *gw, struct gw_inode *ino)
 {
-	struct gw_extent *l = take_extents(ino), *e;
+	struct gw_extent *first, *drop = NULL;
 	struct nfsc_post post;
 	uint8_t verf[8];
 	uint64_t gen;
 	int ret;
 
-	if (!l)
+	/* 1. Wait for the round in flight; own the next. */
+	round_begin(ino);
+	/* 2. This round covers the newest extent listed now and all older;
+	 *    writes answered from here on are pushed in front of it. */
+	pthread_mutex_lock(&ino->lock);
+	first = ino->uncommitted;
+	pthread_mutex_unlock(&ino->lock);
+	if (!first) {
+		round_end(ino);
 		return 0;
-	gen = gw_inode_attr_gen(ino);
-	ret = nfsc_commit(gw->nfs, &l->cred, &ino->fh, verf, &post);
-	for (e = l; !ret && e; e = e->next) {
-		struct nfsc_post p2;
-		uint8_t v2[8];
-
-		if (!memcmp(e->verf, verf, 8))
-			continue;
-		__atomic_fetch_add(&gw->resends, 1, __ATOMIC_RELAXED);
-		gw_log("origin lost unstable writes (verifier changed): "
-		       "resending %zu bytes at %llu", e->len,
-		       (unsigned long long)e->off);
-		ret = send_range(gw, &e->cred, &ino->fh, e->data, e->len,
-				 e->off, true, v2, &p2);
 	}
-	free_extents(l);
+	/* 3. COMMIT; write again what the origin lost. */
+	gen = gw_inode_attr_gen(ino);
+	ret = nfsc_commit(gw->nfs, &first->cred, &ino->fh, verf, &post);
+	if (!ret)
+		ret = resend_lost(gw, ino, first, verf);
+	/* 4. Stable: unlist. Failed: keep them for the next round, up to a
+	 *    bound. */
+	pthread_mutex_lock(&ino->lock);
+	if (!ret || ino->uncommitted_bytes > GW_KEEP_FAILED) {
+		cut_locked(ino, first);
+		drop = first;
+		if (ret && !ino->write_err)
+			ino->write_err = ret;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	if (ret && drop)
+		gw_log("COMMIT failed (%s) with more than %u MiB uncommitted: "
+		       "giving up resending it", strerror(-ret),
+		       GW_KEEP_FAILED >> 20);
+	free_extents(drop);
 	if (!ret && post.has_attr)
 		gw_inode_set_attr_since(ino, &post.attr, gen);
+	round_end(ino);
 	return ret;
 }
 
@@ -205,8 +395,8 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
 {
 	int ret = 0;
 
-	/* Writes are answered before the FUSE reply, so none is in flight
-	 * for this inode here; what remains is uncommitted data. */
+	/* Writes are answered before the FUSE reply, so none that this
+	 * flush must cover is in flight; what remains is uncommitted. */
 	if (commit)
 		ret = commit_inode(gw, ino);
 	pthread_mutex_lock(&ino->lock);
@@ -221,7 +411,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, const char *buf, size_t size, off_t off)
 {
 	struct gw_extent *e;
-	struct nfsc_post post;
+	struct wresult res;
 	bool commit_now;
 	int ret;
 
@@ -238,6 +428,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 * this very write (opens and GETATTRs must not take it for someone
 	 * else's and drop the kernel's pages: see gw_file_open). */
 	pthread_mutex_lock(&ino->lock);
+	/* A resend of older bytes must not land after this write. */
+	while (ino->resending)
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
 	ino->writes_started++;
 	pthread_mutex_unlock(&ino->lock);
 	/* Reads must not be served from a fetch older than this write. */
@@ -245,7 +438,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 	window_get(gw, size);
 	ret = send_range(gw, &f->cred, &ino->fh, buf, size, (uint64_t)off,
-			 false, e->verf, &post);
+			 false, &res);
+	memcpy(e->verf, res.verf, 8);
+	e->mixed = res.mixed;
 	window_put(gw, size);
 	/* Fetches started before now may hold what this write replaced. */
 	pthread_mutex_lock(&ino->lock);
@@ -270,9 +465,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (post.has_attr) {
-		gw_inode_set_attr(ino, &post.attr);
-		gw_cache_own_write(gw, ino, &post.attr, buf, size,
+	if (res.post.has_attr) {
+		gw_inode_set_attr(ino, &res.post.attr);
+		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
 				   (uint64_t)off);
 	} else {
 		gw_cache_drop(gw, ino);
@@ -282,9 +477,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	pthread_mutex_lock(&ino->lock);
 	/* The kernel wrote these bytes into its page cache itself: its pages
 	 * are of this version now, and the next open need not drop them. */
-	if (post.has_attr && ino->opened_before &&
-	    gw_attr_newer(&post.attr, &ino->open_attr))
-		ino->open_attr = post.attr;
+	if (res.post.has_attr && ino->opened_before &&
+	    gw_attr_newer(&res.post.attr, &ino->open_attr))
+		ino->open_attr = res.post.attr;
 	ino->writes_done++;
 	pthread_cond_broadcast(&ino->fetch_cond);
 	e->next = ino->uncommitted;
@@ -293,20 +488,24 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	commit_now = ino->uncommitted_bytes >= GW_COMMIT_AFTER;
 	pthread_mutex_unlock(&ino->lock);
 	/* Bound what the gateway holds for resending. Before the reply: after
-	 * it, the file may be released and the inode forgotten. */
-	if (commit_now) {
-		ret = commit_inode(gw, ino);
-		if (ret) {
-			pthread_mutex_lock(&ino->lock);
-			if (!ino->write_err)
-				ino->write_err = ret;
-			pthread_mutex_unlock(&ino->lock);
-		}
-	}
+	 * it, the file may be released and the inode forgotten. On failure
+	 * the extents stay listed, and the next flush meets the error again
+	 * unless its own COMMIT gets through. */
+	if (commit_now && commit_inode(gw, ino))
+		gw_log("COMMIT after %u MiB uncommitted failed; kept for the "
+		       "next flush", GW_COMMIT_AFTER >> 20);
 	fuse_reply_write(req, size);
 }
 
+/* The kernel let the inode go: no flush or write of it can be running. */
 void gw_write_forget(struct gw_inode *ino)
 {
-	free_extents(take_extents(ino));
+	struct gw_extent *l;
+
+	pthread_mutex_lock(&ino->lock);
+	l = ino->uncommitted;
+	ino->uncommitted = NULL;
+	ino->uncommitted_bytes = 0;
+	pthread_mutex_unlock(&ino->lock);
+	free_extents(l);
 }

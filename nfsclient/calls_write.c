@@ -140,6 +140,8 @@ static void write_done(struct rpc_context *rpc, int status, void *data,
 			post_wcc(r, &ok->file_wcc);
 			*r->u.write.written = ok->count > r->u.write.count ?
 					      r->u.write.count : ok->count;
+			if (nfsc_inject_write_zero(r->n))
+				*r->u.write.written = 0;
 			memcpy(r->u.write.verf, ok->verf, NFS3_WRITEVERFSIZE);
 			atomic_fetch_add(&r->n->write_bytes,
 					 *r->u.write.written);
@@ -168,8 +170,10 @@ int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		     uint8_t verf[8], struct nfsc_post *post,
 		     nfsc_cb cb, void *priv)
 {
-	struct nfsc_req *r = nfsc_req_new(n, cr, fh, write_issue, cb, priv);
+	struct nfsc_req *r;
 
+	nfsc_inject_write_delay(n, off);
+	r = nfsc_req_new(n, cr, fh, write_issue, cb, priv);
 	if (!r)
 		return -ENOMEM;
 	r->u.write.off = off;
@@ -202,6 +206,7 @@ static void commit_done(struct rpc_context *rpc, int status, void *data,
 			memcpy(r->u.commit.verf, res->COMMIT3res_u.resok.verf,
 			       NFS3_WRITEVERFSIZE);
 		}
+		ret = nfsc_inject_commit_status(r->n, ret);
 	}
 	nfsc_complete(r, ret);
 }

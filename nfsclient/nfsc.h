@@ -128,6 +128,20 @@ typedef void (*nfsc_cb)(int status, void *priv);
  * -EHOSTUNREACH / -ETIMEDOUT for a server that cannot be reached. */
 int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	      char *err, size_t errlen);
+/* Test-only fault injection, read from the environment by nfsc_open (each
+ * logs a line on stderr when it fires, so a test can act at that moment):
+ *   CACHEGW_INJECT_COMMIT_DELAY=MS         every COMMIT waits MS before it
+ *                                          is sent (on the caller's thread)
+ *   CACHEGW_INJECT_COMMIT_ERROR=ERRNO[:N]  the next N COMMITs (all if no N)
+ *                                          that succeed fail with ERRNO (a
+ *                                          number or EIO, ENOSPC, ...)
+ *   CACHEGW_INJECT_WRITE_DELAY=OFF:MS      the first WRITE at offset >= OFF
+ *                                          waits MS before it is queued
+ *   CACHEGW_INJECT_WRITE_ZERO=N            the next N WRITE replies (all if
+ *                                          N is 0) say 0 bytes, status OK
+ *   CACHEGW_INJECT_AUTH_ERROR=UID          AUTH_SYS credentials for UID
+ *                                          cannot be built (as if
+ *                                          libnfs_authunix_create failed) */
 int nfsc_start(struct nfsc *n);
 /* Stop the threads (in-flight calls complete with -ECANCELED) and free. */
 void nfsc_close(struct nfsc *n);

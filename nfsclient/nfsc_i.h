@@ -4,6 +4,17 @@
  * calls.c: one request type per NFSv3 procedure: argument building, reply
  *          decoding, nfsstat3 -> errno.
  * sync.c:  sync helpers made from the async calls plus a stack waiter.
+ * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
+ *
+ * Locks, and what they guard:
+ * - nfsc_conn.lock: the connection's submission queue (head, tail) and
+ *   stopping. Held only to queue or unqueue; nothing is called under it.
+ * - sync.c's struct waiter .lock: that waiter's pending and status.
+ * Nesting: none. No nfsclient lock is held while another is taken, while
+ * a libnfs call runs, or while a caller's callback runs (callbacks may take
+ * their own locks and submit new calls, which takes nfsc_conn.lock).
+ * Everything else of a connection (nfs, rpc, auth_cred, auth_set) belongs
+ * to its service thread and needs no lock; counters are atomics.
  */
 #ifndef CACHEGW_NFSC_I_H
 #define CACHEGW_NFSC_I_H
@@ -88,6 +99,19 @@ struct nfsc_conn {
 	bool auth_set;
 };
 
+/* Test-only faults, fixed at nfsc_open (inject.c); budgets are atomics. */
+struct nfsc_inject {
+	unsigned commit_delay_ms;	/* hold every COMMIT this long */
+	int commit_err;			/* errno a COMMIT fails with */
+	int commit_err_count;		/* of how many; -1 all */
+	uint64_t write_delay_off;	/* the first WRITE at or past this */
+	unsigned write_delay_ms;	/* is held this long */
+	int write_delay_armed;		/* not yet done */
+	int write_zero_count;		/* WRITE replies made 0 bytes; -1 all */
+	bool auth_err;			/* credentials of auth_err_uid cannot */
+	uint32_t auth_err_uid;		/* be built (as if libnfs failed) */
+};
+
 struct nfsc {
 	char *server;
 	char *export;
@@ -99,6 +123,7 @@ struct nfsc {
 	atomic_uint rr;			/* round-robin cursor */
 	atomic_uint_fast64_t read_bytes;/* READ payload bytes received */
 	atomic_uint_fast64_t write_bytes;/* WRITE payload bytes accepted */
+	struct nfsc_inject inject;
 };
 
 /* pool.c */
@@ -109,6 +134,14 @@ void nfsc_complete(struct nfsc_req *r, int status);
 struct nfsc_req *nfsc_req_new(struct nfsc *n, const struct nfsc_cred *cr,
 			      const struct nfsc_fh *fh, nfsc_issue_fn issue,
 			      nfsc_cb cb, void *priv);
+
+/* inject.c: each hook is a no-op unless its variable was set. */
+void nfsc_inject_from_env(struct nfsc *n);
+void nfsc_inject_commit_delay(struct nfsc *n);	/* caller's thread */
+int nfsc_inject_commit_status(struct nfsc *n, int status);
+void nfsc_inject_write_delay(struct nfsc *n, uint64_t off); /* caller's */
+bool nfsc_inject_write_zero(struct nfsc *n);
+bool nfsc_inject_auth_error(struct nfsc *n, uint32_t uid);
 
 /* calls.c */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data);

@@ -163,6 +163,7 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	if (!n)
 		return -ENOMEM;
 	n->opts = *opts;
+	nfsc_inject_from_env(n);
 	if (!n->opts.nconnect)
 		n->opts.nconnect = 4;
 	if (n->opts.nconnect > 64)
@@ -202,7 +203,10 @@ out_free:
 	return ret;
 }
 
-static void conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
+/* Make rpc's AUTH_SYS credentials cr's before a call of cr's is queued.
+ * Returns 0, or -errno if they cannot be built: then the call must not go
+ * out at all, since rpc still carries the previous caller's identity. */
+static int conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
 {
 	struct AUTH *auth;
 
@@ -211,20 +215,31 @@ static void conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
 	    c->auth_cred.ngroups == cr->ngroups &&
 	    !memcmp(c->auth_cred.groups, cr->groups,
 		    cr->ngroups * sizeof(cr->groups[0])))
-		return;
-	auth = libnfs_authunix_create("cachegw", cr->uid, cr->gid, cr->ngroups,
-				      (uint32_t *)cr->groups);
-	if (!auth)
-		return;		/* keep the old one; the origin decides */
+		return 0;
+	/* AUTH_SYS has room for 16 groups (RFC 5531); later libnfs refuse
+	 * more, 4.0 would overrun. nfsc_req_new clamps: this cannot be. */
+	if (cr->ngroups > NFSC_NGROUPS_MAX)
+		return -EINVAL;
+	auth = nfsc_inject_auth_error(c->n, cr->uid) ? NULL :
+	       libnfs_authunix_create("cachegw", cr->uid, cr->gid,
+				      cr->ngroups, (uint32_t *)cr->groups);
+	/* Its only other failure is allocating. */
+	if (!auth) {
+		fprintf(stderr, "cachegw: cannot build AUTH_SYS credentials "
+			"for uid %u: call refused\n", cr->uid);
+		return -ENOMEM;
+	}
 	rpc_set_auth(c->rpc, auth);
 	c->auth_cred = *cr;
 	c->auth_set = true;
+	return 0;
 }
 
 static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 {
 	struct nfsc_req *r, *next;
 	uint64_t v;
+	int ret;
 
 	if (read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return;
@@ -240,8 +255,10 @@ static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 			nfsc_complete(r, -ECANCELED);
 			continue;
 		}
-		conn_set_auth(c, &r->cred);
-		if (r->issue(c->rpc, r) != 0)
+		ret = conn_set_auth(c, &r->cred);
+		if (ret)
+			nfsc_complete(r, ret);
+		else if (r->issue(c->rpc, r) != 0)
 			nfsc_complete(r, -EIO);
 	}
 }

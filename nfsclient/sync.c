@@ -240,6 +240,7 @@ int nfsc_commit(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, uint8_t verf[8],
 		struct nfsc_post *post)
 {
+	nfsc_inject_commit_delay(n);
 	SYNC_CALL(nfsc_commit_async(n, -1, cr, fh, verf, post, waiter_done,
 				    &w));
 }

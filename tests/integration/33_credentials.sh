@@ -1,5 +1,5 @@
 #!/bin/bash
-# Caller credentials (allow_other, setpriv as uid 1000): files, dirs, symlinks and FIFOs made by uid 1000 are owned by 1000 at the origin; a 0600 root file is refused to uid 1000 even after root cached it; supplementary groups grant access; writes by the file's owner work as on a local fs.
+# Caller credentials (allow_other, setpriv as uid 1000): files, dirs, symlinks and FIFOs made by uid 1000 are owned by 1000 at the origin; a 0600 root file is refused to uid 1000 even after root cached it; supplementary groups grant access; writes by the file's owner work as on a local fs; a caller whose credentials cannot be built gets ENOMEM and nothing is done at the origin under another identity.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -142,4 +142,29 @@ expect "mode at origin of home/ro444" "$(stat -c %a "$data/home/ro444" 2>&1)" 44
 expect "size at origin of home/ro444" "$(stat -c %s "$data/home/ro444" 2>&1)" 1800
 
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
+
+# 6. Credentials that cannot be built (libnfs_authunix_create failing,
+# injected for uid $U): the call fails with ENOMEM, and nothing goes out
+# under the identity the connection carried before (root's: one connection,
+# root used it last). Other users are served as themselves afterwards.
+U2=1001
+mnt=$(harness_tmpdir mnt)
+cdir=$(harness_tmpdir cache)
+CACHEGW_INJECT_AUTH_ERROR=$U
+export CACHEGW_INJECT_AUTH_ERROR
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,nconnect=1" || exit 1
+unset CACHEGW_INJECT_AUTH_ERROR
+expect "root create before" "$(op "$PY" "$OPS" create "$mnt/pub/rootmade")" ok
+expect "u create with unbuildable credentials" \
+	"$(op "${AS_U[@]}" "$PY" "$OPS" create "$mnt/pub/nocred")" ENOMEM
+if [ -e "$data/pub/nocred" ]; then
+	bad "pub/nocred was created at the origin (owner $(owner "$data/pub/nocred")) for a caller whose credentials could not be built"
+fi
+expect "u mkdir with unbuildable credentials" \
+	"$(op "${AS_U[@]}" "$PY" "$OPS" mkdir "$mnt/home/nocreddir")" ENOMEM
+[ -e "$data/home/nocreddir" ] && bad "home/nocreddir was created at the origin"
+expect "uid $U2 create after" "$(op setpriv --reuid "$U2" --regid "$U2" --clear-groups -- "$PY" "$OPS" create "$mnt/pub/u2file")" ok
+expect "owner at origin of pub/u2file" "$(owner "$data/pub/u2file")" "$U2:$U2"
+expect "owner at origin of pub/rootmade" "$(owner "$data/pub/rootmade")" "0:0"
+unmount_gateway "$mnt" || bad "auth: unmount / gateway exit (log: $GW_LOG)"
 exit $fail

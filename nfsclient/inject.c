@@ -1,0 +1,151 @@
+/* inject.c - test-only fault injection in front of origin calls.
+ *
+ * Read once from the environment by nfsc_open (see nfsc.h for the
+ * variables). Tests use it to open windows that a real origin opens only by
+ * chance: a COMMIT held back while another fsync runs, a WRITE chunk held
+ * until the origin has restarted, a COMMIT that fails, a WRITE answered
+ * with 0 bytes, credentials that cannot be built. Unset, every hook is one
+ * relaxed load.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nfsc_i.h"
+
+static int parse_errno(const char *s)
+{
+	static const struct { const char *name; int err; } names[] = {
+		{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT },
+		{ "EROFS", EROFS }, { "ESTALE", ESTALE },
+	};
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end != s && v > 0 && v < 4096)
+		return (int)v;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(s, names[i].name, strlen(names[i].name)))
+			return names[i].err;
+	return EIO;
+}
+
+/* "VALUE[:COUNT]": COUNT defaults to -1 (every call). */
+static const char *env_count(const char *var, int *count)
+{
+	const char *v = getenv(var), *colon;
+
+	*count = 0;
+	if (!v || !*v)
+		return NULL;
+	colon = strchr(v, ':');
+	*count = colon ? atoi(colon + 1) : -1;
+	fprintf(stderr, "cachegw: fault injection: %s=%s\n", var, v);
+	return v;
+}
+
+void nfsc_inject_from_env(struct nfsc *n)
+{
+	struct nfsc_inject *in = &n->inject;
+	const char *v;
+	int count;
+
+	v = env_count("CACHEGW_INJECT_COMMIT_DELAY", &count);
+	if (v)
+		in->commit_delay_ms = (unsigned)atoi(v);
+	v = env_count("CACHEGW_INJECT_COMMIT_ERROR", &count);
+	if (v) {
+		in->commit_err = parse_errno(v);
+		in->commit_err_count = count;
+	}
+	v = env_count("CACHEGW_INJECT_WRITE_DELAY", &count);
+	if (v && strchr(v, ':')) {
+		in->write_delay_off = strtoull(v, NULL, 10);
+		in->write_delay_ms = (unsigned)count;
+		in->write_delay_armed = 1;
+	}
+	v = env_count("CACHEGW_INJECT_WRITE_ZERO", &count);
+	if (v)
+		in->write_zero_count = atoi(v) > 0 ? atoi(v) : -1;
+	v = env_count("CACHEGW_INJECT_AUTH_ERROR", &count);
+	if (v) {
+		in->auth_err_uid = (uint32_t)strtoul(v, NULL, 10);
+		in->auth_err = true;
+	}
+}
+
+/* Take one from a budget: -1 is endless, 0 is spent. */
+static bool take(int *count)
+{
+	int c = __atomic_load_n(count, __ATOMIC_RELAXED);
+
+	while (c != 0) {
+		if (c < 0)
+			return true;
+		if (__atomic_compare_exchange_n(count, &c, c - 1, false,
+						__ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+void nfsc_inject_commit_delay(struct nfsc *n)
+{
+	unsigned ms = n->inject.commit_delay_ms;
+
+	if (!ms)
+		return;
+	fprintf(stderr, "cachegw: inject: COMMIT held for %u ms\n", ms);
+	sleep_ms(ms);
+}
+
+int nfsc_inject_commit_status(struct nfsc *n, int status)
+{
+	if (status || !n->inject.commit_err ||
+	    !take(&n->inject.commit_err_count))
+		return status;
+	fprintf(stderr, "cachegw: inject: COMMIT fails with errno %d\n",
+		n->inject.commit_err);
+	return -n->inject.commit_err;
+}
+
+void nfsc_inject_write_delay(struct nfsc *n, uint64_t off)
+{
+	struct nfsc_inject *in = &n->inject;
+
+	if (!__atomic_load_n(&in->write_delay_armed, __ATOMIC_RELAXED) ||
+	    off < in->write_delay_off ||
+	    !__atomic_exchange_n(&in->write_delay_armed, 0, __ATOMIC_RELAXED))
+		return;
+	fprintf(stderr, "cachegw: inject: WRITE at %llu held for %u ms\n",
+		(unsigned long long)off, in->write_delay_ms);
+	sleep_ms(in->write_delay_ms);
+	fprintf(stderr, "cachegw: inject: WRITE at %llu released\n",
+		(unsigned long long)off);
+}
+
+bool nfsc_inject_write_zero(struct nfsc *n)
+{
+	if (!n->inject.write_zero_count ||
+	    !take(&n->inject.write_zero_count))
+		return false;
+	fprintf(stderr, "cachegw: inject: WRITE answered with 0 bytes\n");
+	return true;
+}
+
+bool nfsc_inject_auth_error(struct nfsc *n, uint32_t uid)
+{
+	return n->inject.auth_err && n->inject.auth_err_uid == uid;
+}
