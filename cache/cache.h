@@ -206,6 +206,11 @@ int cache_evict(struct cache *c, const char *name);
 enum {
 	CACHE_INJECT_READ = 1,		/* data and metadata reads */
 	CACHE_INJECT_WRITE = 2,		/* data/metadata writes, truncates */
+	CACHE_INJECT_RING_WAIT = 4,	/* the fill ring's completion wait:
+					 * the next CQE is reported as this
+					 * error instead (EINTR/EAGAIN are
+					 * retried, others fail the ring) */
+	CACHE_INJECT_RING_SUBMIT = 8,	/* the fill ring's io_uring_submit */
 };
 void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
 
@@ -321,5 +326,10 @@ void cache_nodes_stats(struct cache_nodes *t, struct cache_nodes_stats *st);
  * fsyncs, truncates, renames): the next count of them (count < 0: all;
  * 0: off) fail with -err. For tests. */
 void cache_nodes_inject_error(struct cache_nodes *t, int err, int count);
+/* The same for fdatasyncs only (writes reach the disk). The environment
+ * variables CACHEGW_INJECT_NODES_ERROR and CACHEGW_INJECT_NODES_SYNC_ERROR
+ * (=ERRNO[:COUNT], as for the cache) set these when a writable table is
+ * opened, after it is loaded. */
+void cache_nodes_inject_sync_error(struct cache_nodes *t, int err, int count);
 
 #endif

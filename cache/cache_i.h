@@ -128,6 +128,10 @@ struct cache_req {
 	int fd;
 	int rw_flags;			/* RWF_DONTCACHE or 0 */
 	int inject_err;			/* fault injected at submit: -errno */
+	bool zero;			/* all zeros: punch a hole, no data */
+	struct cache_req *rprev, *rnext;/* c->ring_reqs: on the ring, its
+					 * CQE not reaped; c->sq_lock */
+	struct cache_fillbuf *fb;	/* shared buffer of a split fill */
 	uint64_t *csums;		/* [nblk] */
 	uint8_t *skip;			/* [nblk] 1 = do not mark; o->lock */
 };
@@ -139,6 +143,9 @@ void cache_io_requeue(struct cache *c, struct cache_req *r);
 void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);
 void cache_inject_from_env(struct cache *c);
+/* VAR=ERRNO[:COUNT] (ERRNO a number or a name, COUNT as for
+ * cache_inject_error, default -1): 1 and *err, *count if set, else 0. */
+int cache_inject_getenv(const char *var, int *err, int *count);
 ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
 		    off_t off, int flags);
 int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
@@ -283,6 +290,12 @@ struct cache {
 	unsigned depth;
 	unsigned inflight;		/* guarded by io_lock */
 	uint64_t inflight_bytes;	/* bytes of those fills, io_lock */
+	struct cache_req *ring_reqs;	/* submitted, CQE not reaped: sq_lock */
+	int ring_dead;			/* -errno once the completion loop
+					 * gave up: fills are then written
+					 * synchronously. Set under sq_lock,
+					 * read __atomic. */
+	bool ring_stop;			/* cache_io_stop: __atomic */
 	pthread_t cq_thread;
 
 	/* Background culling for free space: guarded by cull_lock. */
