@@ -110,6 +110,15 @@ static inline int cache_inject_take(int *count, const int *err)
 
 /* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
 
+/* The data buffer of one fill, shared by its requests: a fill is split at
+ * the edges of its runs of zero blocks (see fill.c). */
+struct cache_fillbuf {
+	int refs;			/* requests + the filler: __atomic */
+	void *buf;			/* the cache's copy (freed), or NULL */
+	void (*release)(void *);	/* the caller's buffer: called instead */
+	void *release_arg;
+};
+
 /* One fill in flight: a contiguous run of blocks of one object. */
 struct cache_req {
 	struct cache_obj *o;		/* holds a reference */
@@ -121,10 +130,11 @@ struct cache_req {
 	size_t wlen;			/* bytes written (DIO-padded) */
 	uint64_t off;
 	uint64_t reserved;		/* bytes reserved in c->reserved */
-	void *buf;			/* aligned copy of the caller's data,
-					 * or the caller's own (release) */
-	void (*release)(void *);	/* given buf: called instead of free */
-	void *release_arg;
+	void *buf;			/* in fb's buffer, or zbuf; NULL for a
+					 * zero run */
+	void *zbuf;			/* zeros to write where holes cannot be
+					 * punched (freed with r) */
+	uint64_t io_bytes;		/* counted in c->inflight_bytes */
 	int fd;
 	int rw_flags;			/* RWF_DONTCACHE or 0 */
 	int inject_err;			/* fault injected at submit: -errno */
@@ -267,6 +277,8 @@ struct cache {
 	/* Downgrades learnt at run time: __atomic, log once. */
 	int no_direct;			/* O_DIRECT refused by the fs */
 	int no_dontcache;		/* RWF_DONTCACHE refused */
+	int no_punch;			/* FALLOC_FL_PUNCH_HOLE refused: zero
+					 * blocks are written as data */
 	/* Tests (white box): free space in percent to pretend, -1 = real. */
 	int fake_free_pct;
 

@@ -350,11 +350,12 @@ void cache_io_submit(struct cache *c, struct cache_req *r)
 	 * a disk slower than the network would otherwise let depth x 8 MiB
 	 * of copies pile up. */
 	while (c->inflight >= c->depth ||
-	       (c->inflight && c->inflight_bytes + r->wlen >
+	       (c->inflight && !r->zero && c->inflight_bytes + r->wlen >
 			       CACHE_INFLIGHT_BYTES_MAX))
 		pthread_cond_wait(&c->io_cond, &c->io_lock);
 	c->inflight++;
-	c->inflight_bytes += r->wlen;
+	r->io_bytes = r->zero ? 0 : r->wlen;
+	c->inflight_bytes += r->io_bytes;
 	pthread_mutex_unlock(&c->io_lock);
 
 	r->inject_err = cache_inject(c, CACHE_INJECT_WRITE);
