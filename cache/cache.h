@@ -118,8 +118,12 @@ uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end);
 /* Store data for [off, off+len): off is block-aligned; len is a multiple of
  * the block size or reaches the object's size. buf is copied; the write goes
  * through io_uring and the blocks become present only after the data write
- * completed. Returns 0 when queued, -ENOSPC when filling is stopped (bstop or
- * cache_size), other -errno on failure. The caller never waits for it. */
+ * completed. Blocks that are all zeros are not written: they become holes
+ * in the data file (punched, if they held data) and take no space. Returns
+ * 0 when queued, -ENOSPC when filling is stopped (bstop or cache_size),
+ * other -errno on failure. The caller never waits for it, except after the
+ * ring failed (an error from its completion wait: logged once), when fills
+ * are written synchronously. */
 int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off);
 
 /* cache_fill without the copy: the cache writes buf itself. buf must be

@@ -1,9 +1,28 @@
 /* cache_i.h - private definitions of cache/, one section per .c file.
  *
- * Lock order: o->lock before c->lock before c->sq_lock. c->lock is held
- * only for short in-memory work plus, when an unreferenced object is culled
- * or evicted, its two unlink() calls (so a concurrent get cannot reopen
- * files that are about to disappear).
+ * Locks, what they guard (each field says which), and how they nest:
+ *
+ *   o->lock      an object's open state: fds, header, presence bitmap,
+ *                gen, its fills in flight (o->inflight, r->skip)
+ *   c->lock      the registry, LRU, accounting (used, reserved,
+ *                o->refs, o->alloc_bytes)
+ *   c->cull_lock the culler's wake-up and stop flag
+ *   c->sq_lock   the io_uring SQ and c->ring_reqs (requests on the ring)
+ *   c->io_lock   slots and bytes of fills in flight (cache_drain waits)
+ *   t->lock      (nodes.c, an rwlock) the node-id table; unrelated to
+ *                the others, taken under none of them
+ *
+ *   o->lock -> c->lock       (put, accounting, a fill taking a reference)
+ *   o->lock -> c->cull_lock  (an I/O error wakes the culler)
+ *
+ * c->sq_lock and c->io_lock are leaves taken under no other lock: a fill
+ * is queued and completed with o->lock dropped. c->lock is never held
+ * while taking an o->lock (culling and eviction drop it first), and no
+ * thread holds two o->locks. c->lock is held only for short in-memory
+ * work plus, when an unreferenced object is culled or evicted, its two
+ * unlink() calls (so a concurrent get cannot reopen files that are about
+ * to disappear). Every *_locked function asserts its lock at entry
+ * (GW_ASSERT_HELD, lockcheck.h).
  */
 #ifndef CACHEGW_CACHE_I_H
 #define CACHEGW_CACHE_I_H

@@ -245,7 +245,12 @@ static void *cq_main(void *arg)
 		struct cache_req *r;
 		int res, ret;
 
-		ret = io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts);
+		/* Without EXT_ARG liburing would put a timeout SQE on the
+		 * ring from this thread, outside sq_lock: no tick then. */
+		if (c->ring.features & IORING_FEAT_EXT_ARG)
+			ret = io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts);
+		else
+			ret = io_uring_wait_cqe(&c->ring, &cqe);
 		if (!ret)
 			ret = cache_inject(c, CACHE_INJECT_RING_WAIT);
 		if (ret == -ETIME && __atomic_load_n(&c->ring_stop, __ATOMIC_ACQUIRE))
