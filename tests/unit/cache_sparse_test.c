@@ -1,4 +1,4 @@
-/* cache_sparse_test: blocks that arrive as zeros are stored as holes (allocated bytes ~ the non-zero data only, in all four write modes, through cache_fill and cache_fill_ref), read back exactly and verify, and a zero block over old data reads zeros. */
+/* cache_sparse_test: blocks that arrive as zeros are stored as holes (allocated bytes ~ the non-zero data only, in all four write modes, through cache_fill and cache_fill_ref; cache_size counts them so), read back exactly and verify, and a zero block over old data reads zeros. */
 #include <sys/stat.h>
 
 #include "cache_helpers.h"
@@ -135,6 +135,29 @@ static void run(enum cache_write_mode wm, const char *dir)
 	a = t_get(c, "a", "v", SIZE);
 	check_read(c, a, img);
 	cache_obj_put(a);
+	cache_close(c);
+
+	/* 6. cache_size counts allocated bytes: three such objects (12 MiB
+	 *    logical, under 1 MiB of data) fit in a 2 MiB cache, nothing is
+	 *    culled or refused. */
+	c = t_open(t_path(dir), CACHE_OPEN_OWNER, wm, BS, 0);
+	CHECK_EQ(cache_evict(c, NULL), 0);
+	cache_close(c);
+	c = t_open(t_path(dir), CACHE_OPEN_OWNER, wm, BS, 2u << 20);
+	for (int i = 0; i < 3; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "cap%d", i);
+		a = t_get(c, key, "v", SIZE);
+		CHECK_EQ(cache_fill(a, img, SIZE, 0), 0);
+		cache_drain(c);
+		check_read(c, a, img);
+		cache_obj_put(a);
+	}
+	CHECK_EQ(t_stats(c).culled_objects, 0);
+	CHECK_EQ(t_stats(c).fills_skipped, 0);
+	CHECK_EQ(t_stats(c).objects, 3);
+	CHECK(t_stats(c).used_bytes <= 2u << 20);
 	cache_close(c);
 	free(img);
 }
