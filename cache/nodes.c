@@ -551,6 +551,7 @@ static int log_append(struct cache_nodes *t, const uint8_t *rec, size_t len)
 	if (!ret)
 		ret = pwrite_full(t->fd, rec, len, t->log_end);
 	if (ret) {
+		cache_log("node-id table: write failed (%s)", strerror(-ret));
 		if (ftruncate(t->fd, (off_t)t->log_end) < 0)
 			set_broken(t, "truncate after a failed write", -errno);
 		return ret;
@@ -823,8 +824,10 @@ static int recover(struct cache_nodes *t)
 	if (!t->broken)
 		return 0;
 	ret = compact(t);
-	if (ret)
+	if (ret) {
+		cache_log("node-id table: rewrite failed (%s)", strerror(-ret));
 		return ret;
+	}
 	t->broken = false;
 	t->compacted = compacted;
 	cache_log("node-id table: rewritten, writable again");

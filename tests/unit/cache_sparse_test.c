@@ -162,11 +162,38 @@ static void run(enum cache_write_mode wm, const char *dir)
 	free(img);
 }
 
+/* A filesystem that cannot punch holes: the zeros are written after all,
+ * and read back right. */
+static void run_no_punch(void)
+{
+	char *img = malloc(SIZE);
+	struct cache *c;
+	struct cache_obj *a;
+
+	make_image(img);
+	c = t_open(t_path("nopunch"), CACHE_OPEN_OWNER, CACHE_WRITE_DIRECT, BS, 0);
+	a = t_get(c, "a", "v", SIZE);
+	/* The first zero run's fallocate is refused. */
+	cache_inject_error(c, CACHE_INJECT_WRITE, EOPNOTSUPP, 1);
+	CHECK_EQ(cache_fill(a, img, 3 * BS, 0), 0);
+	cache_drain(c);
+	CHECK_EQ(t_stats(c).errors, 0);
+	CHECK(data_alloc(c, "a") >= 3 * BS);
+	CHECK_EQ(cache_fill(a, img + 3 * BS, SIZE - 3 * BS, 3 * BS), 0);
+	cache_drain(c);
+	check_read(c, a, img);
+	CHECK_EQ(t_stats(c).errors, 0);
+	cache_obj_put(a);
+	cache_close(c);
+	free(img);
+}
+
 int main(void)
 {
 	run(CACHE_WRITE_DIRECT, "direct");
 	run(CACHE_WRITE_DONTCACHE, "dontcache");
 	run(CACHE_WRITE_BUFFERED, "buffered");
 	run(CACHE_WRITE_FADVISE, "fadvise");
+	run_no_punch();
 	return 0;
 }
