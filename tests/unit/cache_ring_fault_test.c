@@ -6,6 +6,7 @@
 #include "cache_helpers.h"
 
 #define BOUND_S 20	/* drain/close must return well within this */
+#define NMORE 6		/* fills queued behind the one that fails */
 
 static void on_alarm(int sig)
 {
@@ -34,7 +35,7 @@ static void run(enum cache_write_mode wm, const char *dir)
 	const size_t size = 8 * bs;
 	char *data = malloc(size), *back = malloc(size);
 	struct cache *c;
-	struct cache_obj *a, *b, *d;
+	struct cache_obj *a, *b, *d, *more[NMORE];
 	uint64_t errs;
 	ssize_t n;
 
@@ -74,13 +75,29 @@ static void run(enum cache_write_mode wm, const char *dir)
 	 *    object is dropped, drain returns. */
 	cache_obj_invalidate(a);
 	errs = t_stats(c).errors;
+	for (int i = 0; i < NMORE; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "m%d", i);
+		more[i] = t_get(c, key, "v", size);
+	}
 	cache_inject_error(c, CACHE_INJECT_RING_WAIT, EIO, 1);
 	CHECK_EQ(cache_fill(a, data, size, 0), 0);
+	/* Others queued behind it: each lands or is dropped, whichever side
+	 * of the failure it falls on. */
+	for (int i = 0; i < NMORE; i++)
+		CHECK_EQ(cache_fill(more[i], data, size, 0), 0);
 	alarm(BOUND_S);
 	cache_drain(c);
 	alarm(0);
 	CHECK(t_stats(c).errors > errs);
 	CHECK_EQ(cache_read(a, back, size, 0), -ENODATA);
+	for (int i = 0; i < NMORE; i++) {
+		n = cache_read(more[i], back, size, 0);
+		CHECK(n == -ENODATA ||
+		      (n == (ssize_t)size && !memcmp(back, data, size)));
+		cache_obj_put(more[i]);
+	}
 	/* What was cached before is still served. */
 	CHECK_EQ(cache_read(b, back, size, 0), (ssize_t)size);
 	CHECK(!memcmp(back, data, size));
