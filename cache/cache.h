@@ -125,8 +125,12 @@ uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end);
 /* Store data for [off, off+len): off is block-aligned; len is a multiple of
  * the block size or reaches the object's size. buf is copied; the write goes
  * through io_uring and the blocks become present only after the data write
- * completed. Returns 0 when queued, -ENOSPC when filling is stopped (bstop or
- * cache_size), other -errno on failure. The caller never waits for it. */
+ * completed. Blocks that are all zeros are not written: they become holes
+ * in the data file (punched, if they held data) and take no space. Returns
+ * 0 when queued, -ENOSPC when filling is stopped (bstop or cache_size),
+ * other -errno on failure. The caller never waits for it, except after the
+ * ring failed (an error from its completion wait: logged once), when fills
+ * are written synchronously. */
 int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off);
 
 /* cache_fill without the copy: the cache writes buf itself. buf must be
@@ -213,6 +217,11 @@ int cache_evict(struct cache *c, const char *name);
 enum {
 	CACHE_INJECT_READ = 1,		/* data and metadata reads */
 	CACHE_INJECT_WRITE = 2,		/* data/metadata writes, truncates */
+	CACHE_INJECT_RING_WAIT = 4,	/* the fill ring's completion wait:
+					 * the next CQE is reported as this
+					 * error instead (EINTR/EAGAIN are
+					 * retried, others fail the ring) */
+	CACHE_INJECT_RING_SUBMIT = 8,	/* the fill ring's io_uring_submit */
 };
 void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
 
@@ -328,5 +337,10 @@ void cache_nodes_stats(struct cache_nodes *t, struct cache_nodes_stats *st);
  * fsyncs, truncates, renames): the next count of them (count < 0: all;
  * 0: off) fail with -err. For tests. */
 void cache_nodes_inject_error(struct cache_nodes *t, int err, int count);
+/* The same for fdatasyncs only (writes reach the disk). The environment
+ * variables CACHEGW_INJECT_NODES_ERROR and CACHEGW_INJECT_NODES_SYNC_ERROR
+ * (=ERRNO[:COUNT], as for the cache) set these when a writable table is
+ * opened, after it is loaded. */
+void cache_nodes_inject_sync_error(struct cache_nodes *t, int err, int count);
 
 #endif

@@ -1,9 +1,28 @@
 /* cache_i.h - private definitions of cache/, one section per .c file.
  *
- * Lock order: o->lock before c->lock before c->sq_lock. c->lock is held
- * only for short in-memory work plus, when an unreferenced object is culled
- * or evicted, its two unlink() calls (so a concurrent get cannot reopen
- * files that are about to disappear).
+ * Locks, what they guard (each field says which), and how they nest:
+ *
+ *   o->lock      an object's open state: fds, header, presence bitmap,
+ *                gen, its fills in flight (o->inflight, r->skip)
+ *   c->lock      the registry, LRU, accounting (used, reserved,
+ *                o->refs, o->alloc_bytes)
+ *   c->cull_lock the culler's wake-up and stop flag
+ *   c->sq_lock   the io_uring SQ and c->ring_reqs (requests on the ring)
+ *   c->io_lock   slots and bytes of fills in flight (cache_drain waits)
+ *   t->lock      (nodes.c, an rwlock) the node-id table; unrelated to
+ *                the others, taken under none of them
+ *
+ *   o->lock -> c->lock       (put, accounting, a fill taking a reference)
+ *   o->lock -> c->cull_lock  (an I/O error wakes the culler)
+ *
+ * c->sq_lock and c->io_lock are leaves taken under no other lock: a fill
+ * is queued and completed with o->lock dropped. c->lock is never held
+ * while taking an o->lock (culling and eviction drop it first), and no
+ * thread holds two o->locks. c->lock is held only for short in-memory
+ * work plus, when an unreferenced object is culled or evicted, its two
+ * unlink() calls (so a concurrent get cannot reopen files that are about
+ * to disappear). Every *_locked function asserts its lock at entry
+ * (GW_ASSERT_HELD, lockcheck.h).
  */
 #ifndef CACHEGW_CACHE_I_H
 #define CACHEGW_CACHE_I_H
@@ -110,6 +129,15 @@ static inline int cache_inject_take(int *count, const int *err)
 
 /* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
 
+/* The data buffer of one fill, shared by its requests: a fill is split at
+ * the edges of its runs of zero blocks (see fill.c). */
+struct cache_fillbuf {
+	int refs;			/* requests + the filler: __atomic */
+	void *buf;			/* the cache's copy (freed), or NULL */
+	void (*release)(void *);	/* the caller's buffer: called instead */
+	void *release_arg;
+};
+
 /* One fill in flight: a contiguous run of blocks of one object. */
 struct cache_req {
 	struct cache_obj *o;		/* holds a reference */
@@ -121,13 +149,18 @@ struct cache_req {
 	size_t wlen;			/* bytes written (DIO-padded) */
 	uint64_t off;
 	uint64_t reserved;		/* bytes reserved in c->reserved */
-	void *buf;			/* aligned copy of the caller's data,
-					 * or the caller's own (release) */
-	void (*release)(void *);	/* given buf: called instead of free */
-	void *release_arg;
+	void *buf;			/* in fb's buffer, or zbuf; NULL for a
+					 * zero run */
+	void *zbuf;			/* zeros to write where holes cannot be
+					 * punched (freed with r) */
+	uint64_t io_bytes;		/* counted in c->inflight_bytes */
 	int fd;
 	int rw_flags;			/* RWF_DONTCACHE or 0 */
 	int inject_err;			/* fault injected at submit: -errno */
+	bool zero;			/* all zeros: punch a hole, no data */
+	struct cache_req *rprev, *rnext;/* c->ring_reqs: on the ring, its
+					 * CQE not reaped; c->sq_lock */
+	struct cache_fillbuf *fb;	/* shared buffer of a split fill */
 	uint64_t *csums;		/* [nblk] */
 	uint8_t *skip;			/* [nblk] 1 = do not mark; o->lock */
 };
@@ -139,6 +172,9 @@ void cache_io_requeue(struct cache *c, struct cache_req *r);
 void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);
 void cache_inject_from_env(struct cache *c);
+/* VAR=ERRNO[:COUNT] (ERRNO a number or a name, COUNT as for
+ * cache_inject_error, default -1): 1 and *err, *count if set, else 0. */
+int cache_inject_getenv(const char *var, int *err, int *count);
 ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
 		    off_t off, int flags);
 int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
@@ -260,6 +296,8 @@ struct cache {
 	/* Downgrades learnt at run time: __atomic, log once. */
 	int no_direct;			/* O_DIRECT refused by the fs */
 	int no_dontcache;		/* RWF_DONTCACHE refused */
+	int no_punch;			/* FALLOC_FL_PUNCH_HOLE refused: zero
+					 * blocks are written as data */
 	/* Tests (white box): free space in percent to pretend, -1 = real. */
 	int fake_free_pct;
 
@@ -283,6 +321,12 @@ struct cache {
 	unsigned depth;
 	unsigned inflight;		/* guarded by io_lock */
 	uint64_t inflight_bytes;	/* bytes of those fills, io_lock */
+	struct cache_req *ring_reqs;	/* submitted, CQE not reaped: sq_lock */
+	int ring_dead;			/* -errno once the completion loop
+					 * gave up: fills are then written
+					 * synchronously. Set under sq_lock,
+					 * read __atomic. */
+	bool ring_stop;			/* cache_io_stop: __atomic */
 	pthread_t cq_thread;
 
 	/* Background culling for free space: guarded by cull_lock. */

@@ -6,11 +6,13 @@
 #include <time.h>
 
 #include "cache_i.h"
+#include "lockcheck.h"
 
 /* ---- LRU (c->lock) ---------------------------------------------------------- */
 
 void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o)
 {
+	GW_ASSERT_HELD(&c->lock);
 	if (o->lprev)
 		o->lprev->lnext = o->lnext;
 	else if (c->lru_head == o)
@@ -24,6 +26,7 @@ void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o)
 
 void cache_lru_append_locked(struct cache *c, struct cache_obj *o)
 {
+	GW_ASSERT_HELD(&c->lock);
 	o->lprev = c->lru_tail;
 	o->lnext = NULL;
 	if (c->lru_tail)
@@ -35,6 +38,7 @@ void cache_lru_append_locked(struct cache *c, struct cache_obj *o)
 
 void cache_lru_touch_locked(struct cache *c, struct cache_obj *o)
 {
+	GW_ASSERT_HELD(&c->lock);
 	o->last_use_ns = cache_now_ns();
 	cache_lru_unlink_locked(c, o);
 	cache_lru_append_locked(c, o);
@@ -42,6 +46,7 @@ void cache_lru_touch_locked(struct cache *c, struct cache_obj *o)
 
 static void publish_used_locked(struct cache *c)
 {
+	GW_ASSERT_HELD(&c->lock);
 	__atomic_store_n(&c->stats.used_bytes, c->used + c->overhead,
 			 __ATOMIC_RELAXED);
 }
@@ -49,6 +54,7 @@ static void publish_used_locked(struct cache *c)
 void cache_account_locked(struct cache *c, struct cache_obj *o,
 			  uint64_t alloc)
 {
+	GW_ASSERT_HELD(&c->lock);
 	c->used = c->used - o->alloc_bytes + alloc;
 	o->alloc_bytes = alloc;
 	publish_used_locked(c);
@@ -93,6 +99,7 @@ static int cull_one_locked(struct cache *c, struct cache_obj *self)
 {
 	struct cache_obj *o;
 
+	GW_ASSERT_HELD(&c->lock);
 	for (o = c->lru_head; o; o = o->lnext)
 		if (!o->refs && o != self)
 			break;

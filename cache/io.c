@@ -1,6 +1,7 @@
 /* io.c - the io_uring fill ring and every backing-store syscall, each behind
  * the fault-injection hook so tests can make the disk fail on purpose. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,18 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "lockcheck.h"
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+/* The kernel hands a request from the submitter to the completion thread
+ * through the ring's shared memory, which ThreadSanitizer cannot see. */
+#define IO_HANDOFF_SEND(r) __tsan_release(r)
+#define IO_HANDOFF_RECV(r) __tsan_acquire(r)
+#else
+#define IO_HANDOFF_SEND(r) ((void)(r))
+#define IO_HANDOFF_RECV(r) ((void)(r))
+#endif
 
 /* ---- fault injection ---------------------------------------------------- */
 
@@ -43,20 +56,28 @@ static int parse_errno(const char *s)
 	return EIO;
 }
 
-static void inject_env(struct cache *c, const char *var, unsigned op)
+int cache_inject_getenv(const char *var, int *err, int *count)
 {
 	const char *v = getenv(var);
 	const char *colon;
-	int count = -1;
 
 	if (!v || !*v)
-		return;
+		return 0;
 	colon = strchr(v, ':');
-	if (colon)
-		count = atoi(colon + 1);
-	cache_inject_error(c, op | __atomic_load_n(&c->inject_ops, __ATOMIC_RELAXED),
-			   parse_errno(v), count);
+	*count = colon ? atoi(colon + 1) : -1;
+	*err = parse_errno(v);
 	cache_log("fault injection: %s=%s", var, v);
+	return 1;
+}
+
+static void inject_env(struct cache *c, const char *var, unsigned op)
+{
+	int err, count;
+
+	if (!cache_inject_getenv(var, &err, &count))
+		return;
+	cache_inject_error(c, op | __atomic_load_n(&c->inject_ops, __ATOMIC_RELAXED),
+			   err, count);
 }
 
 void cache_inject_from_env(struct cache *c)
@@ -139,6 +160,79 @@ int cache_ftruncate(struct cache *c, int fd, off_t len)
  * NOP that names no request (a later submit sends it). */
 static char io_orphan;
 
+/* How long the completion thread sleeps in one wait: it then looks at
+ * ring_stop, so close returns even if the stop NOP could not be sent. */
+#define IO_WAIT_TICK_NS 1000000000ll
+
+static void ring_track_locked(struct cache *c, struct cache_req *r)
+{
+	GW_ASSERT_HELD(&c->sq_lock);
+	r->rprev = NULL;
+	r->rnext = c->ring_reqs;
+	if (r->rnext)
+		r->rnext->rprev = r;
+	c->ring_reqs = r;
+}
+
+static void ring_untrack_locked(struct cache *c, struct cache_req *r)
+{
+	GW_ASSERT_HELD(&c->sq_lock);
+	if (r->rprev)
+		r->rprev->rnext = r->rnext;
+	else
+		c->ring_reqs = r->rnext;
+	if (r->rnext)
+		r->rnext->rprev = r->rprev;
+	r->rprev = r->rnext = NULL;
+}
+
+/* The data write of r without the ring (the ring failed). Completes r. */
+static void io_sync(struct cache *c, struct cache_req *r)
+{
+	int res = r->inject_err;
+
+	if (!res && r->zero) {
+		res = fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)r->off, (off_t)r->len) < 0 ? -errno : 0;
+	} else if (!res) {
+		struct iovec iov = { r->buf, r->wlen };
+		ssize_t n;
+
+		do
+			n = pwritev2(r->fd, &iov, 1, (off_t)r->off, r->rw_flags);
+		while (n < 0 && errno == EINTR);
+		res = n < 0 ? -errno : (int)n;
+	}
+	cache_fill_done(c, r, res);
+}
+
+/* The completion loop cannot go on (err): from now on fills are written
+ * synchronously (io_sync), and every request still on the ring is failed
+ * with err, which drops its object's data. The kernel may still carry out
+ * such a write later; it only reads the freed buffer, and whatever it puts
+ * in the file is then covered by no presence bit or fails its checksum. */
+static void ring_fail(struct cache *c, int err)
+{
+	struct cache_req *r, *next;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&c->sq_lock);
+	__atomic_store_n(&c->ring_dead, err, __ATOMIC_RELEASE);
+	r = c->ring_reqs;
+	c->ring_reqs = NULL;
+	pthread_mutex_unlock(&c->sq_lock);
+	for (struct cache_req *q = r; q; q = q->rnext)
+		n++;
+	cache_log("io_uring completion wait failed (%s): %u fills in flight failed; writing fills synchronously from now on",
+		  strerror(-err), n);
+	for (; r; r = next) {
+		next = r->rnext;
+		IO_HANDOFF_RECV(r);
+		r->rw_flags = 0;	/* no RWF_DONTCACHE retry */
+		cache_fill_done(c, r, err);
+	}
+}
+
 /* Completion thread: the only reader of the CQ, so no CQ lock is needed.
  * A NULL user_data is the stop marker sent by cache_io_stop(). */
 static void *cq_main(void *arg)
@@ -146,15 +240,25 @@ static void *cq_main(void *arg)
 	struct cache *c = arg;
 
 	for (;;) {
+		struct __kernel_timespec ts = { 0, IO_WAIT_TICK_NS };
 		struct io_uring_cqe *cqe;
 		struct cache_req *r;
 		int res, ret;
 
-		ret = io_uring_wait_cqe(&c->ring, &cqe);
-		if (ret == -EINTR || ret == -EAGAIN)
+		/* Without EXT_ARG liburing would put a timeout SQE on the
+		 * ring from this thread, outside sq_lock: no tick then. */
+		if (c->ring.features & IORING_FEAT_EXT_ARG)
+			ret = io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts);
+		else
+			ret = io_uring_wait_cqe(&c->ring, &cqe);
+		if (!ret)
+			ret = cache_inject(c, CACHE_INJECT_RING_WAIT);
+		if (ret == -ETIME && __atomic_load_n(&c->ring_stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		if (ret == -EINTR || ret == -EAGAIN || ret == -ETIME)
 			continue;
 		if (ret < 0) {
-			cache_log("io_uring_wait_cqe: %s", strerror(-ret));
+			ring_fail(c, ret);
 			return NULL;
 		}
 		r = io_uring_cqe_get_data(cqe);
@@ -164,6 +268,10 @@ static void *cq_main(void *arg)
 			return NULL;
 		if (r == (void *)&io_orphan)
 			continue;
+		IO_HANDOFF_RECV(r);
+		pthread_mutex_lock(&c->sq_lock);
+		ring_untrack_locked(c, r);
+		pthread_mutex_unlock(&c->sq_lock);
 		if (r->inject_err)
 			res = r->inject_err;
 		cache_fill_done(c, r, res);
@@ -195,6 +303,11 @@ static void io_queue(struct cache *c, struct cache_req *r)
 	int ret;
 
 	pthread_mutex_lock(&c->sq_lock);
+	if (__atomic_load_n(&c->ring_dead, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&c->sq_lock);
+		io_sync(c, r);
+		return;
+	}
 	/* The SQ is emptied by every submit below and slots bound what is in
 	 * flight to the CQ size, so a free SQE is always there. */
 	sqe = io_uring_get_sqe(&c->ring);
@@ -205,14 +318,20 @@ static void io_queue(struct cache *c, struct cache_req *r)
 	}
 	if (r->inject_err) {
 		io_uring_prep_nop(sqe);
+	} else if (r->zero) {
+		io_uring_prep_fallocate(sqe, r->fd, FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, (off_t)r->off,
+					(off_t)r->len);
 	} else {
 		io_uring_prep_write(sqe, r->fd, r->buf, r->wlen, r->off);
 		sqe->rw_flags = r->rw_flags;
 	}
 	io_uring_sqe_set_data(sqe, r);
-	do
-		ret = io_uring_submit(&c->ring);
-	while (ret == -EINTR);
+	ring_track_locked(c, r);
+	IO_HANDOFF_SEND(r);
+	ret = cache_inject(c, CACHE_INJECT_RING_SUBMIT);
+	while (!ret && (ret = io_uring_submit(&c->ring)) == -EINTR)
+		ret = 0;
 	if (ret < 0) {
 		/* The SQE is published and the next submit would send it,
 		 * naming r after r is completed (and its buffer reused). No
@@ -220,6 +339,7 @@ static void io_queue(struct cache *c, struct cache_req *r)
 		 * sq_lock serialises, so it can still be rewritten. */
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, &io_orphan);
+		ring_untrack_locked(c, r);
 	}
 	pthread_mutex_unlock(&c->sq_lock);
 	if (ret < 0)
@@ -235,11 +355,12 @@ void cache_io_submit(struct cache *c, struct cache_req *r)
 	 * a disk slower than the network would otherwise let depth x 8 MiB
 	 * of copies pile up. */
 	while (c->inflight >= c->depth ||
-	       (c->inflight && c->inflight_bytes + r->wlen >
+	       (c->inflight && !r->zero && c->inflight_bytes + r->wlen >
 			       CACHE_INFLIGHT_BYTES_MAX))
 		pthread_cond_wait(&c->io_cond, &c->io_lock);
 	c->inflight++;
-	c->inflight_bytes += r->wlen;
+	r->io_bytes = r->zero ? 0 : r->wlen;
+	c->inflight_bytes += r->io_bytes;
 	pthread_mutex_unlock(&c->io_lock);
 
 	r->inject_err = cache_inject(c, CACHE_INJECT_WRITE);
@@ -272,24 +393,29 @@ void cache_drain(struct cache *c)
 
 void cache_io_stop(struct cache *c)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe *sqe = NULL;
 
 	if (!c->ring_up)
 		return;
 	cache_drain(c);
-	/* A NOP with no request tells the completion thread to stop. The
-	 * ring is drained, so a slot frees up; never pthread_cancel(), which
-	 * needs libgcc_s loaded at the worst moment (e.g. out of fds). */
+	/* A NOP with no request tells the completion thread to stop; if it
+	 * cannot be sent, ring_stop does within a tick. The ring is drained,
+	 * so a slot frees up; never pthread_cancel(), which needs libgcc_s
+	 * loaded at the worst moment (e.g. out of fds). */
+	__atomic_store_n(&c->ring_stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&c->sq_lock);
-	while (!(sqe = io_uring_get_sqe(&c->ring))) {
+	while (!__atomic_load_n(&c->ring_dead, __ATOMIC_RELAXED) &&
+	       !(sqe = io_uring_get_sqe(&c->ring))) {
 		io_uring_submit(&c->ring);
 		pthread_mutex_unlock(&c->sq_lock);
 		usleep(1000);
 		pthread_mutex_lock(&c->sq_lock);
 	}
-	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data(sqe, NULL);
-	io_uring_submit(&c->ring);
+	if (sqe) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+		io_uring_submit(&c->ring);
+	}
 	pthread_mutex_unlock(&c->sq_lock);
 	pthread_join(c->cq_thread, NULL);
 	io_uring_queue_exit(&c->ring);

@@ -79,7 +79,10 @@ struct cache_nodes {
 	uint64_t log_end;		/* bytes of valid log */
 	uint64_t next_id;		/* next id to hand out */
 	uint64_t hwm;			/* ids < hwm are durably reserved */
-	int broken;			/* -errno once the log is unwritable */
+	bool broken;			/* the file cannot be trusted (a failed
+					 * fdatasync, a torn record that could
+					 * not be cut): rewrite it from memory
+					 * before the next change */
 
 	struct node_ent *ents;		/* entry slots */
 	uint32_t nents, ents_cap;	/* slots used (live + free), capacity */
@@ -101,6 +104,8 @@ struct cache_nodes {
 	/* Fault injection: __atomic. */
 	int inject_err;			/* positive errno */
 	int inject_count;		/* <0 forever, 0 off */
+	int sync_err;			/* the same, fdatasyncs only */
+	int sync_count;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -124,6 +129,12 @@ void cache_nodes_inject_error(struct cache_nodes *t, int err, int count)
 	__atomic_store_n(&t->inject_err, err < 0 ? -err : err,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&t->inject_count, count, __ATOMIC_RELEASE);
+}
+
+void cache_nodes_inject_sync_error(struct cache_nodes *t, int err, int count)
+{
+	__atomic_store_n(&t->sync_err, err < 0 ? -err : err, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->sync_count, count, __ATOMIC_RELEASE);
 }
 
 static int nodes_inject(struct cache_nodes *t)
@@ -173,7 +184,10 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 
 static int fsync_hooked(struct cache_nodes *t, int fd)
 {
-	int ret = nodes_inject(t);
+	int ret = cache_inject_take(&t->sync_count, &t->sync_err);
+
+	if (!ret)
+		ret = nodes_inject(t);
 
 	if (ret)
 		return ret;
@@ -520,21 +534,26 @@ static void ent_remove(struct cache_nodes *t, uint32_t idx)
 
 /* ---- the log ------------------------------------------------------------ */
 
+static int recover(struct cache_nodes *t);
+static void set_broken(struct cache_nodes *t, const char *what, int err);
+
 /* Append one record. On failure the log is cut back to where it was; if
- * even that fails the table is marked broken (later writes: -EIO), since
- * a torn record must not sit in front of later ones. Lock held (wr). */
+ * even that fails the table is marked broken (the next change rewrites
+ * it), since a torn record must not sit in front of later ones. Lock held
+ * (wr). */
 static int log_append(struct cache_nodes *t, const uint8_t *rec, size_t len)
 {
-	int ret;
+	int ret = recover(t);
 
-	if (t->broken)
-		return t->broken;
+	if (ret)
+		return ret;
 	ret = nodes_inject(t);
 	if (!ret)
 		ret = pwrite_full(t->fd, rec, len, t->log_end);
 	if (ret) {
+		cache_log("node-id table: write failed (%s)", strerror(-ret));
 		if (ftruncate(t->fd, (off_t)t->log_end) < 0)
-			t->broken = -EIO;
+			set_broken(t, "truncate after a failed write", -errno);
 		return ret;
 	}
 	t->log_end += len;
@@ -557,9 +576,7 @@ static int reserve_ids(struct cache_nodes *t)
 		return ret;
 	ret = fsync_hooked(t, t->fd);
 	if (ret) {
-		/* After a failed fsync the kernel may have dropped the dirty
-		 * pages: nothing written since can be trusted to be there. */
-		t->broken = -EIO;
+		set_broken(t, "fdatasync", ret);
 		return ret;
 	}
 	t->hwm = hwm;
@@ -782,6 +799,41 @@ out_unlink:
 	return ret;
 }
 
+/* A write to the log failed in a way that leaves the file untrustworthy.
+ * After a failed fsync the kernel may have dropped the dirty pages:
+ * nothing written since the last good one can be trusted to be there.
+ * The table in memory is still right, so the next change rewrites the
+ * file from it (recover) instead of appending to this one. */
+static void set_broken(struct cache_nodes *t, const char *what, int err)
+{
+	if (!t->broken)
+		cache_log("node-id table: %s failed (%s); the table will be rewritten",
+			  what, strerror(-err));
+	t->broken = true;
+}
+
+/* A broken table: write a new file of the live entries (compact: new
+ * file, fsync, rename), which needs nothing of the old one. 0 if the table
+ * is whole again; else -errno of the rewrite, and the next change tries
+ * again. Lock held (wr). */
+static int recover(struct cache_nodes *t)
+{
+	bool compacted = t->compacted;	/* "open rewrote the file" */
+	int ret;
+
+	if (!t->broken)
+		return 0;
+	ret = compact(t);
+	if (ret) {
+		cache_log("node-id table: rewrite failed (%s)", strerror(-ret));
+		return ret;
+	}
+	t->broken = false;
+	t->compacted = compacted;
+	cache_log("node-id table: rewritten, writable again");
+	return 0;
+}
+
 static int new_generation(uint32_t *gen)
 {
 	do {
@@ -944,6 +996,14 @@ int cache_nodes_open(const char *cache_dir, bool readonly,
 			goto out_close;
 		}
 	}
+	if (!readonly) {
+		int e, n;
+
+		if (cache_inject_getenv("CACHEGW_INJECT_NODES_ERROR", &e, &n))
+			cache_nodes_inject_error(t, e, n);
+		if (cache_inject_getenv("CACHEGW_INJECT_NODES_SYNC_ERROR", &e, &n))
+			cache_nodes_inject_sync_error(t, e, n);
+	}
 	*out = t;
 	return 0;
 
@@ -969,11 +1029,12 @@ int cache_nodes_sync(struct cache_nodes *t)
 	if (t->readonly)
 		return 0;
 	pthread_rwlock_wrlock(&t->lock);
-	ret = t->broken;
-	if (!ret) {
+	if (t->broken) {
+		ret = recover(t);	/* a rewrite is fsync'd */
+	} else {
 		ret = fsync_hooked(t, t->fd);
 		if (ret)
-			t->broken = -EIO;	/* see reserve_ids() */
+			set_broken(t, "fdatasync", ret);
 	}
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -983,8 +1044,12 @@ void cache_nodes_close(struct cache_nodes *t)
 {
 	if (!t)
 		return;
-	if (!t->readonly && !t->broken)
-		(void)fdatasync(t->fd);	/* a clean shutdown loses nothing */
+	/* A clean shutdown loses nothing; a broken table gets one last
+	 * chance to be rewritten. */
+	if (!t->readonly && t->broken)
+		(void)recover(t);
+	else if (!t->readonly)
+		(void)fdatasync(t->fd);
 	close(t->fd);		/* releases the flock */
 	close(t->dirfd);
 	pthread_rwlock_destroy(&t->lock);
@@ -1064,7 +1129,7 @@ int cache_nodes_add(struct cache_nodes *t, const void *h, size_t hlen,
 		/* On disk but not in memory: undo on disk too. */
 		len = rec_encode(rec, t->gen, REC_REMOVE, id, 0, NULL, 0);
 		if (log_append(t, rec, len))
-			t->broken = -EIO;
+			set_broken(t, "undo of an add", -EIO);
 		goto out_unlock;
 	}
 	*nodeid = id;

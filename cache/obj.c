@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "cache_i.h"
+#include "lockcheck.h"
 
 /* ---- names and paths ------------------------------------------------------ */
 
@@ -61,6 +62,7 @@ struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash)
 {
 	struct cache_obj *o;
 
+	GW_ASSERT_HELD(&c->lock);
 	if (!c->hsize)
 		return NULL;
 	for (o = c->htab[hash & (c->hsize - 1)]; o; o = o->hnext)
@@ -72,8 +74,10 @@ struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash)
 static int htab_grow_locked(struct cache *c)
 {
 	size_t nsize = c->hsize ? c->hsize * 2 : 1024;
-	struct cache_obj **nt = calloc(nsize, sizeof(*nt));
+	struct cache_obj **nt;
 
+	GW_ASSERT_HELD(&c->lock);
+	nt = calloc(nsize, sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->hsize; i++) {
@@ -97,6 +101,7 @@ struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash)
 	struct cache_obj *o;
 	size_t b;
 
+	GW_ASSERT_HELD(&c->lock);
 	if (c->nobj >= c->hsize && htab_grow_locked(c))
 		return NULL;
 	o = calloc(1, sizeof(*o));
@@ -124,6 +129,7 @@ void cache_obj_forget_locked(struct cache *c, struct cache_obj *o)
 	struct cache_obj **pp = &c->htab[o->hash & (c->hsize - 1)];
 	char path[64];
 
+	GW_ASSERT_HELD(&c->lock);
 	assert(o->refs == 0 && !o->removed);
 	if (!cache_obj_path(c, o->name, false, path, sizeof(path)))
 		unlinkat(c->dirfd, path, 0);
@@ -141,6 +147,7 @@ void cache_obj_forget_locked(struct cache *c, struct cache_obj *o)
 
 static void obj_close_locked(struct cache_obj *o)
 {
+	GW_ASSERT_HELD(&o->lock);
 	if (o->data_fd >= 0)
 		close(o->data_fd);
 	if (o->meta_fd >= 0)
@@ -205,6 +212,7 @@ void cache_obj_update_alloc(struct cache_obj *o)
  * another fill in any order, so neither may vouch for it. */
 void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk)
 {
+	GW_ASSERT_HELD(&o->lock);
 	for (struct cache_req *r = o->inflight; r; r = r->next)
 		if (blk >= r->first && blk < r->first + r->nblk)
 			r->skip[blk - r->first] = 1;
@@ -214,6 +222,7 @@ int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk)
 {
 	uint64_t *w = &o->bitmap[blk / 64];
 
+	GW_ASSERT_HELD(&o->lock);
 	if (!cache_bit(o->bitmap, blk))
 		return 0;
 	*w &= ~(1ull << (blk % 64));
@@ -228,6 +237,7 @@ int cache_obj_mark_locked(struct cache_obj *o, uint64_t blk, uint64_t csum)
 	uint64_t *w = &o->bitmap[blk / 64];
 	int ret;
 
+	GW_ASSERT_HELD(&o->lock);
 	ret = cache_pwrite(o->c, o->meta_fd, &csum, 8, cache_meta_csum_off(blk));
 	if (ret)
 		return ret;
@@ -261,6 +271,7 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 	struct meta_hdr h;
 	int ret;
 
+	GW_ASSERT_HELD(&o->lock);
 	assert(o->opened);
 	if (!key) {
 		key = o->hdr->key;
@@ -289,6 +300,7 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
  * reference goes, when its files are removed. */
 void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what)
 {
+	GW_ASSERT_HELD(&o->lock);
 	STAT_ADD(o->c, errors, 1);
 	cache_log("I/O error (%s: %s) on object %s: dropped", what,
 		  strerror(-err), o->name);
@@ -356,6 +368,7 @@ static int obj_open_locked(struct cache_obj *o, const void *key, size_t keylen,
 	struct stat st;
 	int ret;
 
+	GW_ASSERT_HELD(&o->lock);
 	if (create) {
 		snprintf(path, sizeof(path), CACHE_OBJ_DIR "/%.2s", o->name);
 		if (!mkdirat(c->dirfd, path, 0700)) {
@@ -431,8 +444,10 @@ static int obj_revalidate_locked(struct cache_obj *o, const void *coh,
 				 size_t cohlen, uint64_t size)
 {
 	struct meta_hdr h;
-	int ret = cache_meta_read_hdr(o->c, o->meta_fd, &h);
+	int ret;
 
+	GW_ASSERT_HELD(&o->lock);
+	ret = cache_meta_read_hdr(o->c, o->meta_fd, &h);
 	if (ret == -EBADMSG || (!ret && h.salt != o->hdr->salt)) {
 		count_damaged(o);
 		return cache_obj_reset_locked(o, NULL, 0, coh, cohlen, size);

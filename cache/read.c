@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache_i.h"
+#include "lockcheck.h"
 
 /* Read the stored checksums of blocks [first, first+n) into out, one pread
  * per group (they are contiguous within a group). A hole reads as 0, which
@@ -243,9 +244,11 @@ int cache_obj_verify_locked(struct cache_obj *o, bool repair, uint64_t *bad)
 {
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size;
-	void *buf = cache_alloc_aligned(bs);
+	void *buf;
 	int ret = 0;
 
+	GW_ASSERT_HELD(&o->lock);
+	buf = cache_alloc_aligned(bs);
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t b = 0; b < o->nblocks && !ret; b++) {

@@ -204,7 +204,8 @@ uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
 /* The origin says the file is gone (ESTALE): retire its node-id. */
 void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
 /* Find or create the inode for fh, take one kernel reference, and store
- * attr in it. NULL on allocation failure. */
+ * attr in it. NULL with errno set on failure: ENOMEM, or the node-id
+ * table's error when it cannot record a new node-id (EIO, ENOSPC). */
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 			      const struct nfsc_attr *attr, uint64_t parent);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);

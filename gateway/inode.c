@@ -185,12 +185,18 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	if (!ino) {
 		uint64_t nodeid;
 		uint32_t gen;
+		int ret;
 
-		/* Written to the table before the kernel ever sees it. */
-		if (cache_nodes_add(gw->nodes, fh->data, fh->len, parent,
-				    &nodeid, &gen) < 0 ||
-		    !(ino = inode_new(fh, nodeid))) {
+		/* Written to the table before the kernel ever sees it. A
+		 * table that cannot write says why (EIO, ENOSPC): that is
+		 * what the caller replies, not ENOMEM. */
+		ret = cache_nodes_add(gw->nodes, fh->data, fh->len, parent,
+				      &nodeid, &gen);
+		if (ret >= 0 && !(ino = inode_new(fh, nodeid)))
+			ret = -ENOMEM;
+		if (ret < 0) {
 			pthread_mutex_unlock(&t->lock);
+			errno = -ret;
 			return NULL;
 		}
 		ino->parent = parent;

@@ -95,7 +95,7 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	}
 	ino = gw_inode_ref(gw, &fh, &a, parent->nodeid);
 	if (!ino)
-		return -ENOMEM;
+		return -errno;
 	gw_make_entry(gw, ino, &a, e);
 	return 0;
 }

@@ -58,7 +58,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	}
 	ino = gw_inode_ref(gw, &c->fh, &c->attr, parent->nodeid);
 	if (!ino) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno);
 		return;
 	}
 	gw_make_entry(gw, ino, &c->attr, &e);

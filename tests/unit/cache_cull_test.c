@@ -121,16 +121,16 @@ int main(void)
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 
 		CHECK(before > 2);
-		c->fake_free_pct = 2;
+		__atomic_store_n(&c->fake_free_pct, 2, __ATOMIC_RELAXED);
 		o = t_get(c, "late", "v", osize);
 		CHECK_EQ(cache_fill(o, data, osize, 0), -ENOSPC);
-		c->fake_free_pct = 5;
+		__atomic_store_n(&c->fake_free_pct, 5, __ATOMIC_RELAXED);
 		for (int i = 0; i < 60 && t_stats(c).objects > 1; i++)
 			nanosleep(&ts, NULL);
 		CHECK_EQ(t_stats(c).objects, 1);	/* only "late", referenced */
 		CHECK(t_stats(c).culled_objects >= before - 1);
 	}
-	c->fake_free_pct = -1;
+	__atomic_store_n(&c->fake_free_pct, -1, __ATOMIC_RELAXED);
 	cache_obj_put(o);
 	cache_close(c);
 	free(data);

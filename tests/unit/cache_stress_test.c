@@ -9,7 +9,7 @@ static const uint32_t bs = 32 << 10;
 static const size_t osize = 8 * (32 << 10) + 999;
 static struct cache *c;
 static char *datas[NKEYS];
-static volatile int stop;
+static int stop;			/* __atomic: read by the workers */
 static int failures;
 
 static void *worker(void *arg)
@@ -17,7 +17,7 @@ static void *worker(void *arg)
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	char *back = malloc(osize);
 
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		int k = rand_r(&seed) % NKEYS, op = rand_r(&seed) % 100;
 		char key[8];
 		struct cache_obj *o;
@@ -64,7 +64,7 @@ int main(void)
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1));
 	nanosleep(&ts, NULL);
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	cache_drain(c);
