@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nfsc_i.h"
 
@@ -69,6 +70,9 @@ void nfsc_inject_from_env(struct nfsc *n)
 	v = env_count("CACHEGW_INJECT_WRITE_ZERO", &count);
 	if (v)
 		in->write_zero_count = atoi(v) > 0 ? atoi(v) : -1;
+	v = env_count("CACHEGW_INJECT_RELEASE", &count);
+	if (v)
+		in->release_path = strdup(v);
 	v = env_count("CACHEGW_INJECT_AUTH_ERROR", &count);
 	if (v) {
 		in->auth_err_uid = (uint32_t)strtoul(v, NULL, 10);
@@ -101,6 +105,21 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* Hold a call: ms, then until the release file exists (if one is set).
+ * A timed hold alone races a slow test (an origin restart under load can
+ * outlast it). */
+static void hold(struct nfsc *n, unsigned ms)
+{
+	const char *path = n->inject.release_path;
+	unsigned waited = 0;
+
+	sleep_ms(ms);
+	while (path && access(path, F_OK) != 0 && waited < 120000) {
+		sleep_ms(50);
+		waited += 50;
+	}
+}
+
 void nfsc_inject_commit_delay(struct nfsc *n)
 {
 	unsigned ms = n->inject.commit_delay_ms;
@@ -108,7 +127,7 @@ void nfsc_inject_commit_delay(struct nfsc *n)
 	if (!ms)
 		return;
 	fprintf(stderr, "cachegw: inject: COMMIT held for %u ms\n", ms);
-	sleep_ms(ms);
+	hold(n, ms);
 }
 
 int nfsc_inject_commit_status(struct nfsc *n, int status)
@@ -131,7 +150,7 @@ void nfsc_inject_write_delay(struct nfsc *n, uint64_t off)
 		return;
 	fprintf(stderr, "cachegw: inject: WRITE at %llu held for %u ms\n",
 		(unsigned long long)off, in->write_delay_ms);
-	sleep_ms(in->write_delay_ms);
+	hold(n, in->write_delay_ms);
 	fprintf(stderr, "cachegw: inject: WRITE at %llu released\n",
 		(unsigned long long)off);
 }

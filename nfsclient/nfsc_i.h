@@ -108,6 +108,8 @@ struct nfsc_inject {
 	unsigned write_delay_ms;	/* is held this long */
 	int write_delay_armed;		/* not yet done */
 	int write_zero_count;		/* WRITE replies made 0 bytes; -1 all */
+	char *release_path;		/* a held call also waits for this
+					 * file to exist (malloc'd, or NULL) */
 	bool auth_err;			/* credentials of auth_err_uid cannot */
 	uint32_t auth_err_uid;		/* be built (as if libnfs failed) */
 };

@@ -334,6 +334,7 @@ void nfsc_close(struct nfsc *n)
 	free(n->conns);
 	free(n->server);
 	free(n->export);
+	free(n->inject.release_path);
 	free(n);
 }
 
