@@ -316,11 +316,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
+	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
-	size_t left = size, i;
 
 	buf = malloc(size);
-	if (!buf) {
+	/* At most one reference per entry that fits (the shortest entry has
+	 * a one-byte name). */
+	if (buf && plus)
+		refs = malloc(sizeof(*refs) *
+			      (size / fuse_add_direntry_plus(req, NULL, 0, "x",
+							     NULL, 0) + 1));
+	if (!buf || (plus && !refs)) {
+		free(buf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -350,8 +358,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			break;
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
 			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
-			if (ino)
+			if (ino) {
 				gw_make_entry(gw, ino, &de->attr, &e);
+				refs[nrefs++] = ino->nodeid;
+			}
 		}
 		/* Entries without handle or attributes get ino 0: the kernel
 		 * will LOOKUP them when it needs them. */
@@ -360,7 +370,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		p += need;
 		left -= need;
 	}
-	fuse_reply_buf(req, buf, size - left);
+	/* A reply the kernel did not take (the connection is gone, or the
+	 * request was aborted) hands it none of the lookup references taken
+	 * for its entries: drop them, as a failed LOOKUP reply does. */
+	if (fuse_reply_buf(req, buf, size - left) != 0)
+		for (i = 0; i < nrefs; i++)
+			gw_inode_forget(gw, refs[i], 1);
+	free(refs);
 	free(buf);
 }
 
