@@ -313,6 +313,13 @@ struct cache_obj *gw_inode_obj(struct gw_inode *ino);
  * to the origin). */
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
+/* gw_cache_attach for an inode that may not be open (GETATTR): checks the
+ * object only if one is attached, never attaches one. An object is
+ * attached only by an open (whose count is already up), so a closed file
+ * never holds one: the last release drops it, and an attach racing that
+ * release would keep its two fds until the inode is forgotten. */
+int gw_cache_check(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,

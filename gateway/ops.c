@@ -107,7 +107,6 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		    bool force, struct nfsc_attr *a)
 {
 	struct nfsc_cred cr;
-	bool attached;
 	uint64_t gen;
 	int ret;
 
@@ -126,10 +125,7 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		*a = ino->attr;
 		pthread_mutex_unlock(&ino->lock);
 	}
-	pthread_mutex_lock(&ino->lock);
-	attached = ino->obj != NULL;
-	pthread_mutex_unlock(&ino->lock);
-	return attached ? gw_cache_attach(gw, ino, a) > 0 : 0;
+	return gw_cache_check(gw, ino, a) > 0;
 }
 
 /* "." and ".." of any node-id ever handed out: how the kernel turns a
@@ -454,10 +450,6 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		if (ret < 0)
 			goto out_free;
 	}
-	/* 3. The cache object, checked against this version of the file. */
-	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
-		gw_log("cache: cannot hold file %llu, reading from the origin",
-		       (unsigned long long)a.fileid);
 	f->writer = created || (fi->flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_lock(&ino->lock);
 	ino->opens++;
@@ -490,6 +482,14 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ino->open_attr = a;
 	ino->opened_before = true;
 	pthread_mutex_unlock(&ino->lock);
+	/* 6. The cache object, checked against this version of the file.
+	 *    Only now that the open is counted: the last release of another
+	 *    descriptor drops the object only when no open is left, so it
+	 *    can neither take this open's object away nor leave one behind
+	 *    on a closed file. */
+	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+		gw_log("cache: cannot hold file %llu, reading from the origin",
+		       (unsigned long long)a.fileid);
 	fi->fh = (uintptr_t)f;
 	return 0;
 

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed).
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+SECS=${CACHEGW_REVIEW_SECS:-15}
+NF=${CACHEGW_REVIEW_FILES:-2}
+data=$(harness_tmpdir origin-data)
+work=$(harness_tmpdir work)
+for ((i = 0; i < NF; i++)); do head -c $((64 * 1024)) /dev/urandom >"$data/f$i"; done
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+mnt=$(harness_tmpdir mnt)
+cdir=$(harness_tmpdir cache)
+# actimeo=0: every stat is a GETATTR at the gateway.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=0" || exit 1
+
+# Descriptors the gateway holds on cache objects (data and metadata files).
+obj_fds() {
+	local n=0 f t
+	for f in /proc/"$GW_PID"/fd/*; do
+		t=$(readlink "$f" 2>/dev/null) || continue
+		case $t in "$cdir"/objects/*) n=$((n + 1)) ;; esac
+	done
+	echo $n
+}
+
+# 1. GETATTR racing the last close: a closed file holds no cache object.
+cat >"$work/race.py" <<-'PY'
+	import os, random, sys, time
+	role, secs, files = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+	stop = time.time() + secs
+	n = 0
+	while time.time() < stop:
+	    f = random.choice(files)
+	    if role == "openclose":
+	        fd = os.open(f, os.O_RDONLY)
+	        os.pread(fd, 4096, 0)
+	        os.close(fd)
+	    else:
+	        os.stat(f)
+	    n += 1
+	print("%s: %d ops" % (role, n))
+	PY
+files=()
+for ((i = 0; i < NF; i++)); do files+=("$mnt/f$i"); done
+pids=()
+for r in openclose openclose stat stat stat; do
+	timeout $((SECS + 30)) "$PY" "$work/race.py" $r "$SECS" "${files[@]}" >>"$work/race.out" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || bad "a racer failed: $(tail -n 3 "$work/race.out")"; done
+sed 's/^/  /' "$work/race.out" >&2
+n=$(obj_fds)
+echo "  object fds held with every file closed: $n" >&2
+[ "$n" -eq 0 ] || bad "the gateway holds $n cache object fds with no file open (GETATTR attached objects to closed files)"
+# A closed file's object is opened again by the next open: still cached.
+cat "$mnt/f0" >/dev/null
+
+unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
+exit $fail
