@@ -351,6 +351,11 @@ int gw_silly_undo(struct gw *gw, struct gw_inode *dir, const char *name,
 void gw_silly_finish(struct gw *gw, struct gw_silly *s);
 /* After a close: the last one removes ino's hidden name. */
 void gw_silly_release(struct gw *gw, struct gw_inode *ino);
+/* Is dir/name the hidden name of ino, an open file? Removing it, or
+ * renaming another file over it, would destroy the file under its open
+ * descriptors: both answer EBUSY, as on the Linux NFS client. */
+bool gw_silly_is(struct gw_inode *ino, const struct gw_inode *dir,
+		 const char *name);
 /* ino lives on under a hidden name only (its nlink shows one less). */
 bool gw_silly_has(struct gw_inode *ino);
 

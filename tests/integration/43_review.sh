@@ -1,5 +1,5 @@
 #!/bin/bash
-# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed).
+# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -63,6 +63,43 @@ echo "  object fds held with every file closed: $n" >&2
 [ "$n" -eq 0 ] || bad "the gateway holds $n cache object fds with no file open (GETATTR attached objects to closed files)"
 # A closed file's object is opened again by the next open: still cached.
 cat "$mnt/f0" >/dev/null
+
+# 2. The hidden name of an open, unlinked file: unlinking it or renaming
+# over it would destroy the file under its open descriptor (rm -rf of the
+# directory does both), so both are EBUSY, and the descriptor still reads.
+mkdir "$data/busy" && chmod 0777 "$data/busy"
+b=$(timeout 30 "$PY" - "$mnt/busy" <<-'PY'
+	import errno, os, sys
+	d = sys.argv[1]
+	def show(name, fn):
+	    try:
+	        fn(); print(name, "ok")
+	    except OSError as e:
+	        print(name, errno.errorcode.get(e.errno, e.errno))
+	fd = os.open(os.path.join(d, "f"), os.O_RDWR | os.O_CREAT, 0o644)
+	os.write(fd, b"kept data\n"); os.fsync(fd)
+	open(os.path.join(d, "other"), "w").write("other\n")
+	os.unlink(os.path.join(d, "f"))
+	hidden = [n for n in os.listdir(d) if n != "other"]
+	print("hidden", len(hidden))
+	h = os.path.join(d, hidden[0]) if hidden else os.path.join(d, "none")
+	show("unlink-hidden", lambda: os.unlink(h))
+	show("rename-over-hidden", lambda: os.rename(os.path.join(d, "other"), h))
+	try:
+	    print("read", os.pread(fd, 100, 0).decode().strip())
+	except OSError as e:
+	    print("read", errno.errorcode.get(e.errno, e.errno))
+	os.close(fd)
+	PY
+)
+printf '%s\n' "$b" | sed 's/^/  busy: /' >&2
+want=$'hidden 1\nunlink-hidden EBUSY\nrename-over-hidden EBUSY\nread kept data'
+[ "$b" = "$want" ] || bad "hidden name of an open, unlinked file: got '$(echo $b)', want '$(echo $want)'"
+for ((i = 0; i < 50; i++)); do
+	[ "$(ls -A "$data/busy")" = other ] && break
+	sleep 0.1
+done
+[ "$(ls -A "$data/busy")" = other ] || bad "origin after the last close: $(ls -A "$data/busy" | tr '\n' ' '), want only 'other'"
 
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 exit $fail
