@@ -14,6 +14,7 @@
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
  * silly.c: files unlinked while open: hidden names (silly-rename).
+ * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  *
  * Lock order: a lock on a line may be taken while holding one on an
@@ -28,8 +29,9 @@
  *      on a connection thread.
  *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
  *      lock (write.c), the hidden-name table's lock (silly.c; held
- *      across its file's write, never across an origin call): leaves,
- *      nothing is taken while holding them.
+ *      across its file's write, never across an origin call), the
+ *      open-handle list's lock (handles.c): leaves, nothing is taken
+ *      while holding them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.
@@ -237,7 +239,19 @@ void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
 void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
+/* ---- handles.c: every fi->fh, so that those the kernel never releases
+ * (an unmount drops RELEASEs still queued) are freed at exit ---- */
+struct gw_handle {
+	struct gw_handle *prev, *next;	/* the list's own lock */
+	void (*free_fn)(struct gw_handle *h);
+};
+void gw_handle_add(struct gw_handle *h, void (*free_fn)(struct gw_handle *));
+void gw_handle_del(struct gw_handle *h);	/* NULL: nothing */
+/* After the session loop: free the handles never released; how many. */
+size_t gw_handles_free(void);
+
 struct gw_file {
+	struct gw_handle h;		/* first: fi->fh points at both */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
 };

@@ -313,6 +313,11 @@ out_itable:
 	gw_ctl_stop(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
+	/* No request runs any more: what the kernel never released (an
+	 * unmount drops queued RELEASEs) is let go here. */
+	if (gw_handles_free())
+		gw_log("unmounted with files or directories whose release "
+		       "never came; freed");
 	if (gw.fill_started)
 		gw_fill_stop(&gw);
 	gw_itable_free(&gw);

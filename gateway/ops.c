@@ -254,8 +254,22 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 /* ---- directories ---- */
 
 struct gw_dir {
+	struct gw_handle h;		/* first: fi->fh points at both */
 	struct nfsc_dirlist list;	/* the whole directory, read at open */
 };
+
+static void dir_free(struct gw_handle *h)
+{
+	struct gw_dir *d = (struct gw_dir *)h;
+
+	nfsc_dirlist_free(&d->list);
+	free(d);
+}
+
+static void file_free(struct gw_handle *h)
+{
+	free(h);
+}
 
 static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
@@ -284,11 +298,12 @@ static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	gw_handle_add(&d->h, dir_free);
 	fi->fh = (uintptr_t)d;
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
-		nfsc_dirlist_free(&d->list);
-		free(d);
+		gw_handle_del(&d->h);
+		dir_free(&d->h);
 	}
 }
 
@@ -394,8 +409,8 @@ static void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
 
 	(void)nodeid;
-	nfsc_dirlist_free(&d->list);
-	free(d);
+	gw_handle_del(&d->h);
+	dir_free(&d->h);
 	fuse_reply_err(req, 0);
 }
 
@@ -490,6 +505,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
 		gw_log("cache: cannot hold file %llu, reading from the origin",
 		       (unsigned long long)a.fileid);
+	gw_handle_add(&f->h, file_free);
 	fi->fh = (uintptr_t)f;
 	return 0;
 
@@ -525,6 +541,7 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		if (obj)
 			cache_obj_put(obj);
 	}
+	gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
 	free((void *)(uintptr_t)fi->fh);
 	fi->fh = 0;
 	/* The last close of a file unlinked while open removes its hidden
@@ -632,6 +649,7 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, fi);
 	} else {
+		gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
 		free((void *)(uintptr_t)fi->fh);
 	}
 	fuse_reply_err(req, 0);
