@@ -1,5 +1,5 @@
 #!/bin/bash
-# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close; a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is freed at exit (no leak report).
+# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close, and it is not one of the file's names (fstat: nlink 0 after a listing); a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is freed at exit (no leak report).
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -82,6 +82,10 @@ b=$(timeout 30 "$PY" - "$mnt/busy" <<-'PY'
 	os.unlink(os.path.join(d, "f"))
 	hidden = [n for n in os.listdir(d) if n != "other"]
 	print("hidden", len(hidden))
+	# As on a local fs: no name left, whatever a listing of the hidden
+	# name (READDIRPLUS, LOOKUP) told the kernel.
+	os.stat(os.path.join(d, hidden[0])) if hidden else None
+	print("nlink", os.fstat(fd).st_nlink)
 	h = os.path.join(d, hidden[0]) if hidden else os.path.join(d, "none")
 	show("unlink-hidden", lambda: os.unlink(h))
 	show("rename-over-hidden", lambda: os.rename(os.path.join(d, "other"), h))
@@ -93,7 +97,7 @@ b=$(timeout 30 "$PY" - "$mnt/busy" <<-'PY'
 	PY
 )
 printf '%s\n' "$b" | sed 's/^/  busy: /' >&2
-want=$'hidden 1\nunlink-hidden EBUSY\nrename-over-hidden EBUSY\nread kept data'
+want=$'hidden 1\nnlink 0\nunlink-hidden EBUSY\nrename-over-hidden EBUSY\nread kept data'
 [ "$b" = "$want" ] || bad "hidden name of an open, unlinked file: got '$(echo $b)', want '$(echo $want)'"
 for ((i = 0; i < 50; i++)); do
 	[ "$(ls -A "$data/busy")" = other ] && break
