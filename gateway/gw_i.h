@@ -240,18 +240,23 @@ void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
 /* ---- handles.c: every fi->fh, so that those the kernel never releases
- * (an unmount drops RELEASEs still queued) are freed at exit ---- */
+ * (an unmount drops RELEASEs still queued) are released at exit ---- */
 struct gw_handle {
 	struct gw_handle *prev, *next;	/* the list's own lock */
-	void (*free_fn)(struct gw_handle *h);
+	bool listed;			/* on the list; the list's lock */
+	/* does what the RELEASE would have, and frees the handle */
+	void (*release)(struct gw *gw, struct gw_handle *h);
 };
-void gw_handle_add(struct gw_handle *h, void (*free_fn)(struct gw_handle *));
-void gw_handle_del(struct gw_handle *h);	/* NULL: nothing */
-/* After the session loop: free the handles never released; how many. */
-size_t gw_handles_free(void);
+void gw_handle_add(struct gw_handle *h,
+		   void (*release)(struct gw *, struct gw_handle *));
+void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
+/* After the session loop, with the origin still connected: release the
+ * handles never released; returns how many. */
+size_t gw_handles_release(struct gw *gw);
 
 struct gw_file {
 	struct gw_handle h;		/* first: fi->fh points at both */
+	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
 };

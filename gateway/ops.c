@@ -258,17 +258,30 @@ struct gw_dir {
 	struct nfsc_dirlist list;	/* the whole directory, read at open */
 };
 
-static void dir_free(struct gw_handle *h)
+static void dir_free(struct gw *gw, struct gw_handle *h)
 {
 	struct gw_dir *d = (struct gw_dir *)h;
 
+	(void)gw;
 	nfsc_dirlist_free(&d->list);
 	free(d);
 }
 
-static void file_free(struct gw_handle *h)
+/* A file the kernel never released (handles.c): as gw_release. */
+static void file_release(struct gw *gw, struct gw_handle *h)
 {
-	free(h);
+	struct gw_file *f = (struct gw_file *)h;
+	struct fuse_file_info fi = { .fh = (uintptr_t)f };
+	struct gw_inode *ino = gw_inode_find(gw, f->nodeid);
+
+	if (!ino) {
+		free(f);
+		return;
+	}
+	if (gw_write_flush(gw, ino, true))
+		gw_log("commit at exit of inode %llu failed",
+		       (unsigned long long)f->nodeid);
+	gw_file_release(gw, ino, &fi);
 }
 
 static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
@@ -303,7 +316,7 @@ static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		gw_handle_del(&d->h);
-		dir_free(&d->h);
+		dir_free(gw, &d->h);
 	}
 }
 
@@ -410,7 +423,7 @@ static void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 
 	(void)nodeid;
 	gw_handle_del(&d->h);
-	dir_free(&d->h);
+	dir_free(req_gw(req), &d->h);
 	fuse_reply_err(req, 0);
 }
 
@@ -505,7 +518,8 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
 		gw_log("cache: cannot hold file %llu, reading from the origin",
 		       (unsigned long long)a.fileid);
-	gw_handle_add(&f->h, file_free);
+	f->nodeid = ino->nodeid;
+	gw_handle_add(&f->h, file_release);
 	fi->fh = (uintptr_t)f;
 	return 0;
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close, and it is not one of the file's names (fstat: nlink 0 after a listing); a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is freed at exit (no leak report).
+# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close, and it is not one of the file's names (fstat: nlink 0 after a listing); a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is released at exit: no leak report, and its hidden name (it was unlinked while open) is gone from the origin.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -111,7 +111,8 @@ done
 # gateway must still free what the open gave it. Deterministic here: the
 # file is let go while the gateway is stopped, by a munmap (a close would
 # send a FLUSH and wait for it; a directory's close does too).
-echo mapped >"$mnt/mapped"
+mkdir "$data/rel"
+echo mapped >"$mnt/rel/mapped"
 mkfifo "$work/go"
 timeout 60 "$PY" - "$mnt" "$work/go" >"$work/held.out" 2>&1 <<-'PY' &
 	import ctypes, mmap, os, sys
@@ -123,10 +124,11 @@ timeout 60 "$PY" - "$mnt" "$work/go" >"$work/held.out" 2>&1 <<-'PY' &
 	libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 	# libc's mmap, not Python's (which keeps a dup of the fd: its close
 	# would FLUSH).
-	fd = os.open(os.path.join(mnt, "mapped"), os.O_RDONLY)
+	fd = os.open(os.path.join(mnt, "rel", "mapped"), os.O_RDONLY)
 	m = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
 	assert m not in (None, ctypes.c_void_p(-1).value)
 	os.close(fd)		# FLUSH, answered; the mapping holds the file
+	os.unlink(os.path.join(mnt, "rel", "mapped"))	# open: a hidden name
 	print("ready", flush=True)
 	open(go).read()		# the gateway is stopped now
 	libc.munmap(m, 4096)	# RELEASE, queued
@@ -140,4 +142,7 @@ wait "$held" || bad "the holder failed: $(cat "$work/held.out")"
 timeout 20 fusermount3 -u "$mnt" || bad "unmount with the gateway stopped failed"
 kill -CONT "$GW_PID"
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
+# The file is closed for good: nothing of it stays at the origin.
+left=$(ls -A "$data/rel")
+[ -z "$left" ] || bad "after an unmount that dropped the RELEASE of an unlinked file, the origin still has: $left"
 exit $fail
