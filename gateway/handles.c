@@ -3,8 +3,8 @@
  * A RELEASE (or RELEASEDIR) is sent in the background after the last
  * close; an unmount ends the connection, and the kernel drops every
  * request still queued, so a file closed just before it may never be
- * released here (seen under load; test 43 stops the gateway to make it
- * certain). Every fi->fh is on this list, and what is left on it when
+ * released here (a gateway slow under load misses it; test 43 stops the
+ * gateway to make it certain). Every fi->fh is on this list, and what is left on it when
  * the session loop has ended is released then, origin and all: its
  * writes committed, its hidden name (silly.c) removed, its memory freed.
  */

@@ -105,6 +105,30 @@ for ((i = 0; i < 50; i++)); do
 done
 [ "$(ls -A "$data/busy")" = other ] || bad "origin after the last close: $(ls -A "$data/busy" | tr '\n' ' '), want only 'other'"
 
+# 2b. A rename over an open file that fails at the origin (its source was
+# removed there behind the mount's back) puts the open file back under
+# its name: the hidden name is undone, nothing is lost at the last close.
+mkdir "$data/undo" && echo target >"$data/undo/tgt" && echo source >"$data/undo/src"
+stat "$mnt/undo/src" >/dev/null	# the kernel knows src now
+rm "$data/undo/src"
+u=$(timeout 30 "$PY" - "$mnt/undo" <<-'PY'
+	import errno, os, sys
+	d = sys.argv[1]
+	fd = os.open(os.path.join(d, "tgt"), os.O_RDONLY)
+	try:
+	    os.rename(os.path.join(d, "src"), os.path.join(d, "tgt")); print("rename ok")
+	except OSError as e:
+	    print("rename", errno.errorcode.get(e.errno, e.errno))
+	print("read", os.pread(fd, 100, 0).decode().strip())
+	os.close(fd)
+	PY
+)
+printf '%s\n' "$u" | sed 's/^/  undo: /' >&2
+[ "$u" = $'rename ENOENT\nread target' ] || bad "failed rename over an open file: got '$(echo $u)'"
+sleep 1
+[ "$(ls -A "$data/undo")" = tgt ] && [ "$(cat "$data/undo/tgt")" = target ] ||
+	bad "failed rename over an open file: the origin has '$(ls -A "$data/undo" | tr '\n' ' ')' after the close, want tgt"
+
 # 3. Last: releases the kernel never delivers. An unmount ends the
 # connection, and with it the RELEASE of a file closed just before that
 # the gateway has not read yet (as when it is slow under load); the
