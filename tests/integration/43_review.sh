@@ -160,11 +160,16 @@ timeout 60 "$PY" - "$mnt" "$work/go" >"$work/held.out" 2>&1 <<-'PY' &
 	PY
 held=$!
 for ((i = 0; i < 100; i++)); do grep -q ready "$work/held.out" && break; sleep 0.1; done
-kill -STOP "$GW_PID"
-echo go >"$work/go"
-wait "$held" || bad "the holder failed: $(cat "$work/held.out")"
-timeout 20 fusermount3 -u "$mnt" || bad "unmount with the gateway stopped failed"
-kill -CONT "$GW_PID"
+if grep -q ready "$work/held.out"; then
+	kill -STOP "$GW_PID"
+	timeout 20 bash -c 'echo go >"$1"' _ "$work/go"
+	wait "$held" || bad "the holder failed: $(cat "$work/held.out")"
+	timeout 20 fusermount3 -u "$mnt" || bad "unmount with the gateway stopped failed"
+	kill -CONT "$GW_PID"
+else
+	bad "the holder did not start: $(cat "$work/held.out")"
+	kill "$held"
+fi
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 # The file is closed for good: nothing of it stays at the origin.
 left=$(ls -A "$data/rel")
