@@ -72,32 +72,47 @@ struct cache_obj *gw_inode_obj(struct gw_inode *ino)
 	return obj;
 }
 
-int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
-		    const struct nfsc_attr *a)
+/* Check the attached object, if any, against c: 1 if its data was dropped
+ * because the file changed, 0 if not (or none is attached: *attached). */
+static int check_attached(struct gw_inode *ino, const struct gw_coh *c,
+			  uint64_t size, bool *attached)
 {
 	struct cache_obj *obj;
-	struct gw_key k;
-	struct gw_coh c;
 	bool writing;
-	size_t klen;
 	int ret;
 
-	if (!gw->cache || a->type != NFSC_REG)
-		return 0;
-	make_coh(a, &c);
 	pthread_mutex_lock(&ino->lock);
 	obj = cache_obj_grab(ino->obj);
 	/* A difference may be our own unanswered write (its answer updates
 	 * the coherency data): not a change by someone else. */
 	writing = gw_inode_writing(ino);
 	pthread_mutex_unlock(&ino->lock);
-	if (obj) {
-		ret = writing ? 0 : cache_obj_check(obj, &c, sizeof(c), a->size);
-		cache_obj_put(obj);
-		if (ret > 0)
-			gw_inode_drop_fetch(ino);
+	*attached = obj != NULL;
+	if (!obj)
+		return 0;
+	ret = writing ? 0 : cache_obj_check(obj, c, sizeof(*c), size);
+	cache_obj_put(obj);
+	if (ret > 0)
+		gw_inode_drop_fetch(ino);
+	return ret;
+}
+
+int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_attr *a)
+{
+	struct cache_obj *obj;
+	struct gw_key k;
+	struct gw_coh c;
+	bool attached;
+	size_t klen;
+	int ret;
+
+	if (!gw->cache || a->type != NFSC_REG)
+		return 0;
+	make_coh(a, &c);
+	ret = check_attached(ino, &c, a->size, &attached);
+	if (attached)
 		return ret;
-	}
 	klen = make_key(gw, ino, &k);
 	ret = cache_obj_get(gw->cache, &k, klen, &c, sizeof(c), a->size, &obj);
 	if (ret)
@@ -111,6 +126,18 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 	if (obj)		/* another thread attached first */
 		cache_obj_put(obj);
 	return 0;
+}
+
+int gw_cache_check(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a)
+{
+	struct gw_coh c;
+	bool attached;
+
+	if (!gw->cache || a->type != NFSC_REG)
+		return 0;
+	make_coh(a, &c);
+	return check_attached(ino, &c, a->size, &attached);
 }
 
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino)

@@ -14,6 +14,7 @@
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
  * silly.c: files unlinked while open: hidden names (silly-rename).
+ * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  *
  * Lock order: a lock on a line may be taken while holding one on an
@@ -28,8 +29,9 @@
  *      on a connection thread.
  *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
  *      lock (write.c), the hidden-name table's lock (silly.c; held
- *      across its file's write, never across an origin call): leaves,
- *      nothing is taken while holding them.
+ *      across its file's write, never across an origin call), the
+ *      open-handle list's lock (handles.c): leaves, nothing is taken
+ *      while holding them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.
@@ -244,7 +246,24 @@ void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
 void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
+/* ---- handles.c: every fi->fh, so that those the kernel never releases
+ * (an unmount drops RELEASEs still queued) are released at exit ---- */
+struct gw_handle {
+	struct gw_handle *prev, *next;	/* the list's own lock */
+	bool listed;			/* on the list; the list's lock */
+	/* does what the RELEASE would have, and frees the handle */
+	void (*release)(struct gw *gw, struct gw_handle *h);
+};
+void gw_handle_add(struct gw_handle *h,
+		   void (*release)(struct gw *, struct gw_handle *));
+void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
+/* After the session loop, with the origin still connected: release the
+ * handles never released; returns how many. */
+size_t gw_handles_release(struct gw *gw);
+
 struct gw_file {
+	struct gw_handle h;		/* first: fi->fh points at both */
+	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
 };
@@ -320,6 +339,13 @@ struct cache_obj *gw_inode_obj(struct gw_inode *ino);
  * to the origin). */
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
+/* gw_cache_attach for an inode that may not be open (GETATTR): checks the
+ * object only if one is attached, never attaches one. An object is
+ * attached only by an open (whose count is already up), so a closed file
+ * never holds one: the last release drops it, and an attach racing that
+ * release would keep its two fds until the inode is forgotten. */
+int gw_cache_check(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
@@ -351,6 +377,11 @@ int gw_silly_undo(struct gw *gw, struct gw_inode *dir, const char *name,
 void gw_silly_finish(struct gw *gw, struct gw_silly *s);
 /* After a close: the last one removes ino's hidden name. */
 void gw_silly_release(struct gw *gw, struct gw_inode *ino);
+/* Is dir/name the hidden name of ino, an open file? Removing it, or
+ * renaming another file over it, would destroy the file under its open
+ * descriptors: both answer EBUSY, as on the Linux NFS client. */
+bool gw_silly_is(struct gw_inode *ino, const struct gw_inode *dir,
+		 const char *name);
 /* ino lives on under a hidden name only (its nlink shows one less). */
 bool gw_silly_has(struct gw_inode *ino);
 

@@ -300,6 +300,12 @@ static int run(struct gw_opts *o)
 	}
 	ret = fuse_session_loop_mt(gw.se, cfg) ? EXIT_FAILURE : EXIT_SUCCESS;
 	fuse_loop_cfg_destroy(cfg);
+	/* No request runs any more, the origin is still there: what the
+	 * kernel never released (an unmount drops queued RELEASEs) is
+	 * released now. */
+	if (gw_handles_release(&gw))
+		gw_log("released at exit the files and directories whose "
+		       "release never came");
 out_unmount:
 	fuse_session_unmount(gw.se);
 out_signals:

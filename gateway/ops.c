@@ -154,7 +154,6 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		    bool force, struct nfsc_attr *a)
 {
 	struct nfsc_cred cr;
-	bool attached;
 	uint64_t gen;
 	int ret;
 
@@ -173,10 +172,7 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		*a = ino->attr;
 		pthread_mutex_unlock(&ino->lock);
 	}
-	pthread_mutex_lock(&ino->lock);
-	attached = ino->obj != NULL;
-	pthread_mutex_unlock(&ino->lock);
-	return attached ? gw_cache_attach(gw, ino, a) > 0 : 0;
+	return gw_cache_check(gw, ino, a) > 0;
 }
 
 /* "." and ".." of any node-id ever handed out: how the kernel turns a
@@ -305,8 +301,35 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 /* ---- directories ---- */
 
 struct gw_dir {
+	struct gw_handle h;		/* first: fi->fh points at both */
 	struct nfsc_dirlist list;	/* the whole directory, read at open */
 };
+
+static void dir_free(struct gw *gw, struct gw_handle *h)
+{
+	struct gw_dir *d = (struct gw_dir *)h;
+
+	(void)gw;
+	nfsc_dirlist_free(&d->list);
+	free(d);
+}
+
+/* A file the kernel never released (handles.c): as gw_release. */
+static void file_release(struct gw *gw, struct gw_handle *h)
+{
+	struct gw_file *f = (struct gw_file *)h;
+	struct fuse_file_info fi = { .fh = (uintptr_t)f };
+	struct gw_inode *ino = gw_inode_find(gw, f->nodeid);
+
+	if (!ino) {
+		free(f);
+		return;
+	}
+	if (gw_write_flush(gw, ino, true))
+		gw_log("commit at exit of inode %llu failed",
+		       (unsigned long long)f->nodeid);
+	gw_file_release(gw, ino, &fi);
+}
 
 static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
@@ -335,11 +358,12 @@ static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	gw_handle_add(&d->h, dir_free);
 	fi->fh = (uintptr_t)d;
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
-		nfsc_dirlist_free(&d->list);
-		free(d);
+		gw_handle_del(&d->h);
+		dir_free(gw, &d->h);
 	}
 }
 
@@ -363,11 +387,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
+	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
-	size_t left = size, i;
 
 	buf = malloc(size);
-	if (!buf) {
+	/* At most one reference per entry that fits (the shortest entry has
+	 * a one-byte name). */
+	if (buf && plus)
+		refs = malloc(sizeof(*refs) *
+			      (size / fuse_add_direntry_plus(req, NULL, 0, "x",
+							     NULL, 0) + 1));
+	if (!buf || (plus && !refs)) {
+		free(buf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -397,8 +429,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			break;
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
 			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
-			if (ino)
+			if (ino) {
 				gw_make_entry(gw, ino, &de->attr, &e);
+				refs[nrefs++] = ino->nodeid;
+			}
 		}
 		/* Entries without handle or attributes get ino 0: the kernel
 		 * will LOOKUP them when it needs them. */
@@ -407,7 +441,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		p += need;
 		left -= need;
 	}
-	fuse_reply_buf(req, buf, size - left);
+	/* A reply the kernel did not take (the connection is gone, or the
+	 * request was aborted) hands it none of the lookup references taken
+	 * for its entries: drop them, as a failed LOOKUP reply does. */
+	if (fuse_reply_buf(req, buf, size - left) != 0)
+		for (i = 0; i < nrefs; i++)
+			gw_inode_forget(gw, refs[i], 1);
+	free(refs);
 	free(buf);
 }
 
@@ -429,8 +469,8 @@ static void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
 
 	(void)nodeid;
-	nfsc_dirlist_free(&d->list);
-	free(d);
+	gw_handle_del(&d->h);
+	dir_free(req_gw(req), &d->h);
 	fuse_reply_err(req, 0);
 }
 
@@ -485,10 +525,6 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		if (ret < 0)
 			goto out_free;
 	}
-	/* 3. The cache object, checked against this version of the file. */
-	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
-		gw_log("cache: cannot hold file %llu, reading from the origin",
-		       (unsigned long long)a.fileid);
 	f->writer = created || (fi->flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_lock(&ino->lock);
 	ino->opens++;
@@ -521,6 +557,16 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ino->open_attr = a;
 	ino->opened_before = true;
 	pthread_mutex_unlock(&ino->lock);
+	/* 6. The cache object, checked against this version of the file.
+	 *    Only now that the open is counted: the last release of another
+	 *    descriptor drops the object only when no open is left, so it
+	 *    can neither take this open's object away nor leave one behind
+	 *    on a closed file. */
+	if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+		gw_log("cache: cannot hold file %llu, reading from the origin",
+		       (unsigned long long)a.fileid);
+	f->nodeid = ino->nodeid;
+	gw_handle_add(&f->h, file_release);
 	fi->fh = (uintptr_t)f;
 	return 0;
 
@@ -556,6 +602,7 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		if (obj)
 			cache_obj_put(obj);
 	}
+	gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
 	free((void *)(uintptr_t)fi->fh);
 	fi->fh = 0;
 	/* The last close of a file unlinked while open removes its hidden
@@ -663,6 +710,7 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, fi);
 	} else {
+		gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
 		free((void *)(uintptr_t)fi->fh);
 	}
 	fuse_reply_err(req, 0);

@@ -292,7 +292,9 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 *    its last name: a hidden name keeps it for the open descriptors
 	 *    (the origin would destroy it); else REMOVE. */
 	v = victim_get(gw, &cr, p, name, &a);
-	if (v && gw_silly_wanted(v, &a))
+	if (v && gw_silly_is(v, p, name))
+		ret = -EBUSY;
+	else if (v && gw_silly_wanted(v, &a))
 		ret = gw_silly_rename(gw, &cr, p, name, v, &a);
 	else
 		ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
@@ -347,6 +349,10 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 * moment newname does not exist), and back if the RENAME
 		 * fails. */
 		v = victim_get(gw, &cr, np, newname, &va);
+		if (v && gw_silly_is(v, np, newname)) {
+			ret = -EBUSY;
+			goto reply;
+		}
 		if (v && gw_silly_wanted(v, &va)) {
 			ret = gw_silly_rename(gw, &cr, np, newname, v, &va);
 			if (ret)

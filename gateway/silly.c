@@ -403,6 +403,21 @@ void gw_silly_release(struct gw *gw, struct gw_inode *ino)
 		gw_silly_finish(gw, s);
 }
 
+bool gw_silly_is(struct gw_inode *ino, const struct gw_inode *dir,
+		 const char *name)
+{
+	const struct gw_silly *s;
+	bool is;
+
+	pthread_mutex_lock(&ino->lock);
+	s = ino->silly;
+	is = s && s->dir.len == dir->fh.len &&
+	     !memcmp(s->dir.data, dir->fh.data, s->dir.len) &&
+	     !strcmp(s->name, name);
+	pthread_mutex_unlock(&ino->lock);
+	return is;
+}
+
 bool gw_silly_has(struct gw_inode *ino)
 {
 	bool has;
