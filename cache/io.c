@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "injectenv.h"
 #include "lockcheck.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -39,33 +40,13 @@ int cache_inject(struct cache *c, unsigned op)
 	return cache_inject_take(&c->inject_count, &c->inject_err);
 }
 
-static int parse_errno(const char *s)
-{
-	static const struct { const char *name; int err; } names[] = {
-		{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT },
-		{ "EROFS", EROFS }, { "ENOMEM", ENOMEM }, { "EFBIG", EFBIG },
-	};
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (end != s && v > 0 && v < 4096)
-		return (int)v;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strncmp(s, names[i].name, strlen(names[i].name)))
-			return names[i].err;
-	return EIO;
-}
-
 int cache_inject_getenv(const char *var, int *err, int *count)
 {
-	const char *v = getenv(var);
-	const char *colon;
+	const char *v = inject_getenv(var, count);
 
-	if (!v || !*v)
+	if (!v)
 		return 0;
-	colon = strchr(v, ':');
-	*count = colon ? atoi(colon + 1) : -1;
-	*err = parse_errno(v);
+	*err = inject_parse_errno(v);
 	cache_log("fault injection: %s=%s", var, v);
 	return 1;
 }

@@ -14,36 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "injectenv.h"
 #include "nfsc_i.h"
 
-static int parse_errno(const char *s)
-{
-	static const struct { const char *name; int err; } names[] = {
-		{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT },
-		{ "EROFS", EROFS }, { "ESTALE", ESTALE },
-	};
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (end != s && v > 0 && v < 4096)
-		return (int)v;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strncmp(s, names[i].name, strlen(names[i].name)))
-			return names[i].err;
-	return EIO;
-}
-
-/* "VALUE[:COUNT]": COUNT defaults to -1 (every call). */
+/* "VALUE[:COUNT]" (common/injectenv.h), logged when set. */
 static const char *env_count(const char *var, int *count)
 {
-	const char *v = getenv(var), *colon;
+	const char *v = inject_getenv(var, count);
 
-	*count = 0;
-	if (!v || !*v)
-		return NULL;
-	colon = strchr(v, ':');
-	*count = colon ? atoi(colon + 1) : -1;
-	fprintf(stderr, "cachegw: fault injection: %s=%s\n", var, v);
+	if (v)
+		fprintf(stderr, "cachegw: fault injection: %s=%s\n", var, v);
 	return v;
 }
 
@@ -58,7 +38,7 @@ void nfsc_inject_from_env(struct nfsc *n)
 		in->commit_delay_ms = (unsigned)atoi(v);
 	v = env_count("CACHEGW_INJECT_COMMIT_ERROR", &count);
 	if (v) {
-		in->commit_err = parse_errno(v);
+		in->commit_err = inject_parse_errno(v);
 		in->commit_err_count = count;
 	}
 	v = env_count("CACHEGW_INJECT_WRITE_DELAY", &count);
