@@ -162,6 +162,18 @@ static struct gw_inode *find_id_locked(struct gw_itable *t, uint64_t nodeid)
 	return ino;
 }
 
+static struct gw_inode *find_fh_locked(struct gw_itable *t,
+				       const struct nfsc_fh *fh)
+{
+	struct gw_inode *ino;
+
+	GW_ASSERT_HELD(&t->lock);
+	ino = t->by_fh[fh_hash(fh, t->nbuckets)];
+	while (ino && !fh_equal(&ino->fh, fh))
+		ino = ino->next_fh;
+	return ino;
+}
+
 struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
 {
 	struct gw_inode *ino;
@@ -179,9 +191,7 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	struct gw_inode *ino;
 
 	pthread_mutex_lock(&t->lock);
-	ino = t->by_fh[fh_hash(fh, t->nbuckets)];
-	while (ino && !fh_equal(&ino->fh, fh))
-		ino = ino->next_fh;
+	ino = find_fh_locked(t, fh);
 	if (!ino) {
 		uint64_t nodeid;
 		uint32_t gen;
@@ -222,9 +232,7 @@ struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh)
 	struct gw_inode *ino;
 
 	pthread_mutex_lock(&t->lock);
-	ino = t->by_fh[fh_hash(fh, t->nbuckets)];
-	while (ino && !fh_equal(&ino->fh, fh))
-		ino = ino->next_fh;
+	ino = find_fh_locked(t, fh);
 	if (ino)
 		ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
