@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	return n;
 }
 
-static void reply_stats(struct gw *gw, FILE *out, bool prometheus)
+void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 {
 	struct metric m[32];
 	size_t n = collect(gw, m, 32), i;
@@ -112,19 +113,36 @@ static void reply_stats(struct gw *gw, FILE *out, bool prometheus)
 			fprintf(out, "%-36s %llu\n", m[i].name + 8,
 				(unsigned long long)m[i].value);
 	}
+	if (!prometheus)
+		return;
+	gw_hist_print(&gw->origin_read_lat,
+		      "cachegw_origin_read_duration_seconds",
+		      "Time from sending an origin READ to its reply.", out);
+	gw_hist_print(&gw->cache_read_lat,
+		      "cachegw_cache_read_duration_seconds",
+		      "Time of a cache read that returned verified data.", out);
 }
 
 static void serve_client(struct gw *gw, int fd)
 {
-	char cmd[128];
-	ssize_t got;
+	char cmd[PATH_MAX + 64];
+	size_t got = 0;
+	ssize_t n;
 	FILE *out;
 	struct timeval tv = { .tv_sec = 2 };
 
 	/* A client that never speaks must not stall the control thread. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	got = read(fd, cmd, sizeof(cmd) - 1);
-	if (got <= 0)
+	/* One line; a path may come in more than one read. */
+	while (got < sizeof(cmd) - 1) {
+		n = read(fd, cmd + got, sizeof(cmd) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(cmd, '\n', got))
+			break;
+	}
+	if (got == 0)
 		return;
 	cmd[got] = 0;
 	cmd[strcspn(cmd, "\r\n")] = 0;
@@ -132,9 +150,9 @@ static void serve_client(struct gw *gw, int fd)
 	if (!out)
 		return;
 	if (!strcmp(cmd, "stats"))
-		reply_stats(gw, out, false);
+		gw_metrics_print(gw, out, false);
 	else if (!strcmp(cmd, "prometheus"))
-		reply_stats(gw, out, true);
+		gw_metrics_print(gw, out, true);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
 			"prometheus)\n", cmd);

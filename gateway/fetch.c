@@ -104,6 +104,10 @@ static void chunk_done(int status, void *priv)
 	bool last, fill = false;
 	unsigned i;
 
+	/* The READs of a fetch are sent together, so each one's latency is
+	 * from then: what a reader waiting for that chunk sees. */
+	if (!status)
+		gw_hist_record(&gw->origin_read_lat, f->sent_ns);
 	pthread_mutex_lock(&ino->lock);
 	if (status && !f->err)
 		f->err = status;
@@ -248,6 +252,7 @@ struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 	f->pending = f->nchunks;
 	f->attr_gen = attr_gen;
 	f->wgen = ino->wgen;
+	f->sent_ns = gw_now_ns();
 	f->next = ino->fetches;
 	ino->fetches = f;
 	pthread_mutex_unlock(&ino->lock);

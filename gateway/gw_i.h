@@ -13,6 +13,8 @@
  * write.c: writes, the write window, COMMIT.
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
+ * metrics.c: the Prometheus HTTP endpoint (metrics=).
+ * hist.c:  latency histograms for the metrics.
  * silly.c: files unlinked while open: hidden names (silly-rename).
  * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
@@ -48,6 +50,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
 
 #include "lockcheck.h"
 #include "nfsc.h"
@@ -83,6 +87,10 @@ struct gw_opts {
 	uint64_t write_window;		/* bytes of WRITE in flight */
 	bool cache_writes_around;	/* drop written blocks, not update */
 	char *logfile;
+	/* metrics=: where the HTTP endpoint listens (metrics_len 0: off) */
+	struct sockaddr_storage metrics_addr;
+	socklen_t metrics_len;
+	char *mountpoint_real;		/* absolute, for the control socket */
 	/* what is passed on to libfuse (mount options it understands) */
 	struct fuse_args fuse_args;
 };
@@ -388,6 +396,32 @@ bool gw_silly_has(struct gw_inode *ino);
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
+/* Every metric, as `stats` (prometheus false) or in the Prometheus text
+ * exposition format (with the histograms): for both endpoints. */
+void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
+
+/* ---- metrics.c: GET /metrics over HTTP, on its own thread ---- */
+/* Bind o->metrics_addr and start serving; 0 at once if metrics= is unset.
+ * -errno (nothing started) if the address cannot be bound. */
+int gw_metrics_start(struct gw *gw);
+void gw_metrics_stop(struct gw *gw);
+/* "127.0.0.1:9100" or "[::1]:9100", for messages. */
+void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
+
+/* ---- hist.c: latency histograms (atomic) ---- */
+#define GW_HIST_BUCKETS 16		/* finite buckets, 100us .. 10s */
+struct gw_hist {
+	uint64_t bucket[GW_HIST_BUCKETS];	/* per bucket, not cumulative;
+						 * atomic */
+	uint64_t sum_ns;			/* atomic */
+	uint64_t count;				/* atomic */
+};
+uint64_t gw_now_ns(void);			/* CLOCK_MONOTONIC */
+/* Record the time from start_ns (gw_now_ns) to now. */
+void gw_hist_record(struct gw_hist *h, uint64_t start_ns);
+/* Print as a Prometheus histogram in seconds. */
+void gw_hist_print(const struct gw_hist *h, const char *name,
+		   const char *help, FILE *out);
 
 /* ---- the gateway ---- */
 struct gw {
@@ -431,6 +465,14 @@ struct gw {
 					 * change (atomic) */
 	struct gw_silly_tab *silly;	/* hidden names (silly.c), set at
 					 * start */
+	/* metrics= endpoint: set by gw_metrics_start, used by its thread,
+	 * torn down by gw_metrics_stop after joining it */
+	int metrics_fd;
+	int metrics_stop[2];
+	pthread_t metrics_thread;
+	/* latencies, recorded where the reads happen */
+	struct gw_hist origin_read_lat;	/* each origin READ of a fetch */
+	struct gw_hist cache_read_lat;	/* each cache_read that hit */
 };
 
 #endif

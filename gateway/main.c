@@ -72,8 +72,9 @@ static void daemon_detach(const struct gw_opts *o)
 		fprintf(stderr, "cachegw: cannot set up logging\n");
 }
 
-static int check_mountpoint(const char *mnt)
+static int check_mountpoint(struct gw_opts *o)
 {
+	const char *mnt = o->mountpoint;
 	struct stat st;
 
 	if (stat(mnt, &st) < 0) {
@@ -84,6 +85,14 @@ static int check_mountpoint(const char *mnt)
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "cachegw: mountpoint '%s' is not a directory\n",
 			mnt);
+		return -1;
+	}
+	/* Now, while it is not ours: once mounted a stat() of it would ask
+	 * ourselves. The control socket tells tools where the mount is. */
+	o->mountpoint_real = realpath(mnt, NULL);
+	if (!o->mountpoint_real) {
+		fprintf(stderr, "cachegw: mountpoint '%s': %s\n", mnt,
+			strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -220,6 +229,7 @@ static int run(struct gw_opts *o)
 	struct gw gw = {
 		.o = o,
 		.ctl_fd = -1,
+		.metrics_fd = -1,
 		.win_lock = PTHREAD_MUTEX_INITIALIZER,
 		.win_cond = PTHREAD_COND_INITIALIZER,
 		.fill_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -287,6 +297,16 @@ static int run(struct gw_opts *o)
 		ret = EXIT_FAILURE;
 		goto out_unmount;
 	}
+	ret = gw_metrics_start(&gw);
+	if (ret) {
+		char addr[80];
+
+		gw_metrics_describe(o, addr, sizeof(addr));
+		fprintf(stderr, "cachegw: metrics=: cannot listen on %s: %s\n",
+			addr, strerror(-ret));
+		ret = EXIT_FAILURE;
+		goto out_unmount;
+	}
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		fprintf(stderr, "cachegw: out of memory\n");
@@ -316,6 +336,7 @@ out_itable:
 	/* The control thread reads counters of both layers, and the
 	 * connection threads may still complete calls into inodes: stop
 	 * them before freeing what they use. */
+	gw_metrics_stop(&gw);
 	gw_ctl_stop(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
@@ -376,7 +397,7 @@ int main(int argc, char **argv)
 		gw_opts_free(&o);
 		return EXIT_USAGE;
 	}
-	if (check_mountpoint(o.mountpoint)) {
+	if (check_mountpoint(&o)) {
 		gw_opts_free(&o);
 		return EXIT_FAILURE;
 	}

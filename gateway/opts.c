@@ -4,7 +4,9 @@
  * Anything that is neither ours nor a mount option libfuse understands is
  * an error, so a typo never silently changes behaviour.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
 	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
 	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW,
-	KEY_CWRITES,
+	KEY_CWRITES, KEY_METRICS,
 };
 
 #define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
@@ -46,6 +48,7 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("readahead=", KEY_RA),
 	FUSE_OPT_KEY("write_window=", KEY_WINDOW),
 	FUSE_OPT_KEY("cache_writes=", KEY_CWRITES),
+	FUSE_OPT_KEY("metrics=", KEY_METRICS),
 	FUSE_OPT_KEY("soft", KEY_SOFT),
 	FUSE_OPT_KEY("hard", KEY_HARD),
 	FUSE_OPT_KEY("nocto", KEY_NOCTO),
@@ -121,7 +124,9 @@ void gw_usage(const char *prog)
 "  allow_other          let other users use the mount\n"
 "  ro                   read-only mount\n"
 "  max_threads=N        FUSE worker threads [16]\n"
-"  logfile=PATH         log here when in the background [syslog]\n",
+"  logfile=PATH         log here when in the background [syslog]\n"
+"  metrics=[ADDR:]PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+"                       [off; ADDR 127.0.0.1 unless given: 0.0.0.0, [::]]\n",
 	       prog);
 }
 
@@ -148,6 +153,49 @@ static int parse_size(const char *s, uint64_t *out)
 	if (*end || (mul > 1 && v > UINT64_MAX / mul))
 		return -EINVAL;
 	*out = v * mul;
+	return 0;
+}
+
+/* metrics=: "PORT", ":PORT" (both loopback), "ADDR:PORT" with ADDR a
+ * numeric IPv4 address, "localhost" or "[IPv6]". Only an address the admin
+ * names is bound: a bare port never listens beyond this machine. */
+static int parse_metrics(const char *s, struct gw_opts *o)
+{
+	const char *colon = strrchr(s, ':'), *port = colon ? colon + 1 : s;
+	char host[INET6_ADDRSTRLEN + 2];
+	size_t hlen = colon ? (size_t)(colon - s) : 0;
+	unsigned long pn;
+	char *end;
+
+	if (!*port || strspn(port, "0123456789") != strlen(port))
+		return -EINVAL;
+	errno = 0;
+	pn = strtoul(port, &end, 10);
+	if (errno || pn < 1 || pn > 65535 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = 0;
+	memset(&o->metrics_addr, 0, sizeof(o->metrics_addr));
+	if (hlen > 2 && host[0] == '[' && host[hlen - 1] == ']') {
+		struct sockaddr_in6 *a6 = (void *)&o->metrics_addr;
+
+		host[hlen - 1] = 0;
+		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+			return -EINVAL;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)pn);
+		o->metrics_len = sizeof(*a6);
+	} else {
+		struct sockaddr_in *a4 = (void *)&o->metrics_addr;
+
+		if (!hlen || !strcmp(host, "localhost"))
+			strcpy(host, "127.0.0.1");
+		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+			return -EINVAL;
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)pn);
+		o->metrics_len = sizeof(*a4);
+	}
 	return 0;
 }
 
@@ -255,6 +303,12 @@ static int opt_proc(void *data, const char *arg, int key,
 		else
 			return bad_value(p, arg, "expected through or around");
 		return 0;
+	case KEY_METRICS:
+		if (parse_metrics(val, o))
+			return bad_value(p, arg, "expected [ADDR:]PORT, e.g. "
+					 "9100, 127.0.0.1:9100, 0.0.0.0:9100 "
+					 "or [::1]:9100");
+		return 0;
 	case KEY_SOFT:
 		o->soft = true;
 		return 0;
@@ -348,4 +402,5 @@ void gw_opts_free(struct gw_opts *o)
 	free(o->mountpoint);
 	free(o->cache_dir);
 	free(o->logfile);
+	free(o->mountpoint_real);
 }

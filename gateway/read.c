@@ -166,7 +166,7 @@ static void read_req(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	char *buf = NULL;
 	ssize_t got = 0;
 	unsigned stale = 0;
-	uint64_t gap_end;
+	uint64_t gap_end, t0;
 	bool at_eof;
 	size_t win;
 
@@ -181,7 +181,10 @@ static void read_req(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
+		t0 = gw_now_ns();
 		got = cache_read(obj, cbuf, size, uoff);
+		if (got >= 0)
+			gw_hist_record(&gw->cache_read_lat, t0);
 		if (got >= 0 &&
 		    !short_reply_stale(ino, uoff, (size_t)got, size, wtarget)) {
 			gw_readahead_push(gw, ino, cr, obj, end, win, bs);
@@ -219,8 +222,11 @@ static void read_req(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 					got = -ENOMEM;
 					break;
 				}
+				t0 = gw_now_ns();
 				r = cache_read(obj, buf + (pos - uoff), want,
 					       pos);
+				if (r >= 0)
+					gw_hist_record(&gw->cache_read_lat, t0);
 				if (r == 0)
 					break;		/* end of the file */
 				if (r > 0) {

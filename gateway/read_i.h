@@ -39,6 +39,8 @@ struct gw_fetch {
 	int err;			/* -errno, when done */
 	uint64_t attr_gen;		/* the inode's attr_gen at start */
 	uint64_t wgen;			/* the inode's wgen at start */
+	uint64_t sent_ns;		/* gw_now_ns() when its READs were
+					 * sent (all at once); const */
 	unsigned refs;			/* list + waiters + in flight; ino->lock */
 	unsigned pending;		/* chunk READs outstanding; ino->lock */
 	unsigned nchunks;

@@ -8,6 +8,7 @@ CACHEGW_DEPS=(
 	libfuse3-dev fuse3 libnfs-dev libnfs-utils liburing-dev libxxhash-dev
 	nfs-ganesha nfs-ganesha-vfs rpcbind
 	fio e2fsprogs util-linux gnuplot-nox libclang-rt-14-dev
+	curl prometheus
 )
 
 # Print the packages of "$@" (default: CACHEGW_DEPS) that are not installed.
