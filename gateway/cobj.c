@@ -28,7 +28,7 @@ struct gw_coh {
 	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
 } __attribute__((packed));
 
-static size_t make_key(struct gw *gw, const struct gw_inode *ino,
+static size_t make_key(struct gw *gw, const struct nfsc_fh *fh,
 		       struct gw_key *k)
 {
 	const char *srv = nfsc_server(gw->nfs), *exp = nfsc_export(gw->nfs);
@@ -43,8 +43,8 @@ static size_t make_key(struct gw *gw, const struct gw_inode *ino,
 		k->export_hash = XXH3_64bits(id, ls + le + 2);
 		free(id);
 	}
-	memcpy(k->fh, ino->fh.data, ino->fh.len);
-	return offsetof(struct gw_key, fh) + ino->fh.len;
+	memcpy(k->fh, fh->data, fh->len);
+	return offsetof(struct gw_key, fh) + fh->len;
 }
 
 static void make_coh(const struct nfsc_attr *a, struct gw_coh *c)
@@ -113,7 +113,7 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 	ret = check_attached(ino, &c, a->size, &attached);
 	if (attached)
 		return ret;
-	klen = make_key(gw, ino, &k);
+	klen = make_key(gw, &ino->fh, &k);
 	ret = cache_obj_get(gw->cache, &k, klen, &c, sizeof(c), a->size, &obj);
 	if (ret)
 		return ret;
@@ -183,4 +183,54 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 	else if (cache_write(obj, buf, len, off) < 0)
 		cache_drop_range(obj, off, len);
 	cache_obj_put(obj);
+}
+
+int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
+		   const struct nfsc_attr *a, uint64_t *cached, bool *complete)
+{
+	char name[CACHE_NAME_LEN + 1];
+	struct cache_obj_info *info;
+	struct gw_key k;
+	struct gw_coh c;
+	size_t klen;
+	int ret;
+
+	*cached = 0;
+	*complete = false;
+	if (!gw->cache)
+		return -ENOTSUP;
+	if (a->type != NFSC_REG)
+		return -EINVAL;
+	if (a->size == 0) {
+		*complete = true;	/* nothing to fetch */
+		return 0;
+	}
+	klen = make_key(gw, fh, &k);
+	ret = cache_obj_name(&k, klen, name, sizeof(name));
+	if (ret)
+		return ret;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return -ENOMEM;
+	/* By name, through the cache's registry: the live object's own
+	 * bitmap if it is open, and no object is made for a file that has
+	 * none (a dry run must not change the cache). */
+	ret = cache_obj_info(gw->cache, name, info);
+	if (ret == -ENOENT) {
+		ret = 0;
+		goto out;
+	}
+	if (ret || info->damaged)
+		goto out;
+	/* Blocks of another version of the file are dropped by the next
+	 * open: they count for nothing. */
+	make_coh(a, &c);
+	if (info->cohlen != sizeof(c) || memcmp(info->coh, &c, sizeof(c)) ||
+	    info->size != a->size)
+		goto out;
+	*cached = info->cached_bytes;
+	*complete = info->blocks_present == info->blocks_total;
+out:
+	free(info);
+	return ret;
 }

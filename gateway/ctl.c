@@ -5,6 +5,7 @@
  * reads the reply until EOF:
  *   stats       human-readable counters
  *   prometheus  Prometheus text exposition format
+ *   mountpoint, cached PATH, drain: for `warm` (ctl_warm.c)
  * One thread serves clients one after another: requests are rare and tiny.
  * Every 5 s it also trims the heap (malloc_trim) and, if none was taken
  * meanwhile, unmaps the recycled data buffers.
@@ -123,12 +124,27 @@ void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 		      "Time of a cache read that returned verified data.", out);
 }
 
+/* The client's credentials, for calls made on its behalf (the socket is
+ * 0600, so this is the cache's owner or root). */
+static void peer_cred(int fd, struct nfsc_cred *cr)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	memset(cr, 0, sizeof(*cr));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
+		cr->uid = uc.uid;
+		cr->gid = uc.gid;
+	}
+}
+
 static void serve_client(struct gw *gw, int fd)
 {
 	char cmd[PATH_MAX + 64];
 	size_t got = 0;
 	ssize_t n;
 	FILE *out;
+	struct nfsc_cred cr;
 	struct timeval tv = { .tv_sec = 2 };
 
 	/* A client that never speaks must not stall the control thread. */
@@ -153,9 +169,16 @@ static void serve_client(struct gw *gw, int fd)
 		gw_metrics_print(gw, out, false);
 	else if (!strcmp(cmd, "prometheus"))
 		gw_metrics_print(gw, out, true);
+	else if (!strcmp(cmd, "mountpoint"))
+		gw_ctl_mountpoint(gw, out);
+	else if (!strncmp(cmd, "cached ", 7)) {
+		peer_cred(fd, &cr);
+		gw_ctl_cached(gw, &cr, cmd + 7, out);
+	} else if (!strcmp(cmd, "drain"))
+		gw_ctl_drain(gw, out);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
-			"prometheus)\n", cmd);
+			"prometheus, mountpoint, cached PATH, drain)\n", cmd);
 	fclose(out);
 }
 

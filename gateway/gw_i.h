@@ -355,6 +355,12 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 int gw_cache_check(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
+/* What the cache holds of the origin file fh whose current attributes
+ * are a (a regular file, whether open or not): *cached bytes of this
+ * version, *complete if every block is present. 0, -EINVAL (not a
+ * regular file), -ENOTSUP (no cache), -errno. Changes nothing. */
+int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
+		   const struct nfsc_attr *a, uint64_t *cached, bool *complete);
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 			 const struct nfsc_attr *a, bool size_changed);
@@ -399,6 +405,14 @@ void gw_ctl_stop(struct gw *gw);
 /* Every metric, as `stats` (prometheus false) or in the Prometheus text
  * exposition format (with the histograms): for both endpoints. */
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
+
+/* ---- ctl_warm.c: control commands for cachegw-inspect warm ---- */
+/* "mountpoint", "cached REL-PATH", "drain": reply to out; cr: the
+ * client's credentials (its LOOKUPs go to the origin as them). */
+void gw_ctl_mountpoint(struct gw *gw, FILE *out);
+void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
+		   const char *rel, FILE *out);
+void gw_ctl_drain(struct gw *gw, FILE *out);
 
 /* ---- metrics.c: GET /metrics over HTTP, on its own thread ---- */
 /* Bind o->metrics_addr and start serving; 0 at once if metrics= is unset.

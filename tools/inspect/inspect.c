@@ -3,7 +3,8 @@
  * Offline subcommands (ls, show, verify, evict) read the cache through
  * cache/'s API; ls/show/verify work beside a live gateway (read-only),
  * verify --repair and evict refuse while one holds the cache. stats talks
- * to a live gateway over DIR/control.sock.
+ * to a live gateway over DIR/control.sock; warm reads files through a
+ * live mount into its cache.
  *
  * Exit status: 0 ok, 1 failure (or damage found by verify), 2 usage error
  * or the cache is held by a live gateway.
@@ -15,17 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
+#include "inspect_i.h"
 
 #define EXIT_DAMAGED 1
-#define EXIT_USAGE 2
 
-static const char *prog = "cachegw-inspect";
+const char *prog = "cachegw-inspect";
 
 static void usage(FILE *f)
 {
@@ -38,6 +37,9 @@ static void usage(FILE *f)
 		"                                           exit 1 if any is damaged\n"
 		"  evict   --cache-dir DIR (OBJECT|--all)   remove objects (gateway stopped)\n"
 		"  stats   --cache-dir DIR [--prometheus]   live statistics of a gateway\n"
+		"  warm    --cache-dir DIR [--dry-run] [-j N] PATH...\n"
+		"                                           read files or trees under the\n"
+		"                                           gateway's mount into its cache\n"
 		"OBJECT is the 16-hex-digit name shown by ls.\n", prog);
 }
 
@@ -265,54 +267,21 @@ static int cmd_evict(struct args *a)
 	return 0;
 }
 
-/* ---- stats: client of the gateway's control socket ----------------------
- * Protocol (served by gateway/): connect to DIR/control.sock, send one line
- * ("stats\n" for people, "prometheus\n" for Prometheus text exposition),
- * read the reply until the gateway closes the connection. */
+/* ---- stats: the gateway's counters, as it prints them ---- */
 static int cmd_stats(struct args *a)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	const char *req = a->prometheus ? "prometheus\n" : "stats\n";
-	char buf[4096];
-	ssize_t n;
-	int fd, dirfd, ret;
+	char *reply;
+	int ret;
 
 	if (a->object)
 		return usage_err("stats takes no OBJECT");
-	if (cache_ctl_sockaddr(a->dir, &sun, &dirfd) < 0) {
-		fprintf(stderr, "%s: no live cachegw on %s (%s)\n", prog, a->dir,
-			strerror(errno));
+	ret = ctl_ask(a->dir, a->prometheus ? "prometheus" : "stats", &reply);
+	if (ret) {
+		ctl_perror(a->dir, ret);
 		return 1;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		perror("socket");
-		if (dirfd >= 0)
-			close(dirfd);
-		return 1;
-	}
-	ret = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
-	if (dirfd >= 0)
-		close(dirfd);
-	if (ret < 0) {
-		fprintf(stderr, "%s: no live cachegw on %s\n", prog, a->dir);
-		close(fd);
-		return 1;
-	}
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		fprintf(stderr, "%s: control socket: %s\n", prog, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	shutdown(fd, SHUT_WR);
-	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && fwrite(buf, 1, n, stdout) != (size_t)n)
-			break;
-	close(fd);
-	if (n < 0) {
-		fprintf(stderr, "%s: control socket: %s\n", prog, strerror(errno));
-		return 1;
-	}
+	fputs(reply, stdout);
+	free(reply);
 	return 0;
 }
 
@@ -338,6 +307,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* These take lists of paths and options of their own. */
+	if (!strcmp(argv[1], "warm"))
+		return cmd_warm(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		int ret;
 

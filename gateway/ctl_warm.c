@@ -1,0 +1,112 @@
+/* ctl_warm.c - control commands behind `cachegw-inspect warm`.
+ *
+ *   mountpoint        the mount's absolute path (a tool checks that the
+ *                     paths it was given are inside this gateway's mount)
+ *   cached REL-PATH   what the cache holds of the file at REL-PATH below
+ *                     the mount: "file SIZE CACHED_BYTES COMPLETE(0|1)"
+ *   drain             wait until every fill queued so far is on disk, so
+ *                     that a following `cached` sees the blocks just read
+ * Errors are one line "error: ...". `cached` resolves the path at the
+ * origin with LOOKUPs as the asking user, and never makes or changes a
+ * cache object: a dry run leaves the cache as it was.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+/* A drain gives up after this long: the control thread serves one
+ * client at a time. */
+#define GW_DRAIN_MAX_MS 30000
+
+void gw_ctl_mountpoint(struct gw *gw, FILE *out)
+{
+	fprintf(out, "%s\n", gw->o->mountpoint_real ? gw->o->mountpoint_real :
+			     gw->o->mountpoint);
+}
+
+/* LOOKUP rel (components split by '/') from the export's root: the
+ * handle and attributes of what it names. 0 or -errno. */
+static int walk(struct gw *gw, const struct nfsc_cred *cr, const char *rel,
+		struct nfsc_fh *fh, struct nfsc_attr *a)
+{
+	char *copy = strdup(rel), *name, *save = NULL;
+	struct nfsc_fh dir = *nfsc_root(gw->nfs);
+	bool has_attr = false;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	*fh = dir;
+	for (name = strtok_r(copy, "/", &save); name;
+	     name = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(name, "."))
+			continue;
+		/* ".." could climb out of the export: the tool sends paths
+		 * made absolute and resolved (realpath) first. */
+		if (!strcmp(name, "..")) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = nfsc_lookup(gw->nfs, cr, &dir, name, fh, a, &has_attr);
+		if (ret)
+			goto out;
+		dir = *fh;
+	}
+	if (!has_attr)
+		ret = nfsc_getattr(gw->nfs, cr, fh, a);
+out:
+	free(copy);
+	return ret;
+}
+
+void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
+		   const char *rel, FILE *out)
+{
+	struct nfsc_attr a;
+	struct nfsc_fh fh;
+	uint64_t cached;
+	bool complete;
+	int ret;
+
+	ret = walk(gw, cr, rel, &fh, &a);
+	if (ret) {
+		fprintf(out, "error: %s: %s\n", rel, strerror(-ret));
+		return;
+	}
+	ret = gw_cache_state(gw, &fh, &a, &cached, &complete);
+	if (ret == -EINVAL)
+		fprintf(out, "error: %s: not a regular file\n", rel);
+	else if (ret)
+		fprintf(out, "error: %s: %s\n", rel, strerror(-ret));
+	else
+		fprintf(out, "file %llu %llu %d\n", (unsigned long long)a.size,
+			(unsigned long long)cached, complete ? 1 : 0);
+}
+
+void gw_ctl_drain(struct gw *gw, FILE *out)
+{
+	struct timespec tick = { .tv_nsec = 10 * 1000000 };
+	unsigned waited = 0;
+
+	if (!gw->cache) {
+		fprintf(out, "error: no cache\n");
+		return;
+	}
+	/* 1. Fetches done and queued for the fill thread reach the cache;
+	 * 2. the cache's writes of them complete (cache_drain). */
+	while (__atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED)) {
+		if (waited >= GW_DRAIN_MAX_MS) {
+			fprintf(out, "error: fills still queued after %u s\n",
+				GW_DRAIN_MAX_MS / 1000);
+			return;
+		}
+		nanosleep(&tick, NULL);
+		waited += 10;
+	}
+	cache_drain(gw->cache);
+	fprintf(out, "ok\n");
+}

@@ -1,0 +1,95 @@
+#!/bin/bash
+# cachegw-inspect warm: --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; a file changed at the origin is missing again.
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+harness_require_inspect
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+data=$(harness_tmpdir origin-data)
+fill_tree "$data/tree" || exit 1
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+mnt=$(harness_tmpdir mnt)
+work=$(harness_tmpdir work)
+cdir=$(harness_tmpdir cache)/c
+# actimeo=0: step 6 changes a file at the origin and warms it at once; the
+# kernel reads a file only up to the size it holds, which (with the
+# default attribute cache) may still be the old one for a few seconds.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=0" || exit 1
+warm() { timeout 300 "$CACHEGW_INSPECT" warm --cache-dir "$cdir" "$@"; }
+
+# What warm should find: the tree's regular files, and the non-empty ones
+# (an empty file has nothing to cache).
+nfiles=$(find "$data/tree" -type f | wc -l)
+nonempty=$(find "$data/tree" -type f -size +0 | wc -l)
+bytes=$(find "$data/tree" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+
+# ---- 1. --dry-run on a cold tree: lists each non-empty file, reads nothing.
+warm --dry-run "$mnt/tree" >"$work/dry" 2>"$work/dry.err" || bad "warm --dry-run: exit $? ($(head -c 300 "$work/dry.err"))"
+n=$(grep -c '^missing ' "$work/dry")
+[ "$n" = "$nonempty" ] || bad "warm --dry-run listed $n files, want the $nonempty non-empty files of the tree"
+grep -q "^missing [0-9]* of [0-9]* bytes: tree/$FILL_BIG\$" "$work/dry" || bad "warm --dry-run does not list tree/$FILL_BIG"
+grep -q "^missing [0-9]* of [0-9]* bytes: tree/name with spaces.txt\$" "$work/dry" || bad "warm --dry-run does not list 'tree/name with spaces.txt'"
+grep -q "bytes: tree/link_to_file\$" "$work/dry" && bad "warm --dry-run follows symlinks"
+grep -q "^$nonempty of $nfiles files not fully cached, $bytes bytes missing\$" "$work/dry" ||
+	bad "warm --dry-run summary: '$(tail -1 "$work/dry")', want '$nonempty of $nfiles files not fully cached, $bytes bytes missing'"
+o=$(gw_metric "$cdir" origin_read_bytes_total)
+[ "$o" = 0 ] || bad "warm --dry-run fetched $o bytes from the origin, want 0"
+objs=$(cache_inspect ls --cache-dir "$cdir" | grep -c '^[0-9a-f]\{16\} ')
+[ "$objs" = 0 ] || bad "warm --dry-run made $objs cache objects, want 0"
+
+# ---- 2. Paths outside the mount are refused (exit 2), nothing is read.
+warm "$data/tree" >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc = 2 ] || bad "warm of a path outside the mount: exit $rc, want 2"
+grep -q "is not inside $mnt" "$work/err" || bad "warm of a path outside the mount: stderr '$(head -c 300 "$work/err")'"
+warm "$mnt/does-not-exist" >"$work/out" 2>"$work/err" && bad "warm of a missing path: exit 0"
+
+# ---- 4. warm the tree: exit 0, plain lines (not a tty), every byte cached.
+warm -j 4 "$mnt/tree" >"$work/warm1" 2>"$work/warm1.err" || bad "warm: exit $? ($(head -c 300 "$work/warm1.err"))"
+grep -q $'\r' "$work/warm1" && bad "warm to a file wrote carriage returns (progress is for terminals)"
+n=$(grep -c '^read ' "$work/warm1")
+[ "$n" = "$nonempty" ] || bad "warm read $n files, want $nonempty"
+sum=$(tail -1 "$work/warm1")
+made=$(sed -n 's/.* \([0-9]*\) bytes made cached.*/\1/p' <<<"$sum")
+[ "$made" = "$bytes" ] || bad "warm reports '${made:-?}' bytes made cached, want $bytes (summary: $sum)"
+# The empty files have nothing to fetch: they count as cached already.
+case $sum in "warmed $nonempty files ($((nfiles - nonempty)) already cached, 0 failed): "*) ;; *) bad "warm summary: '$sum'" ;; esac
+o1=$(gw_metric "$cdir" origin_read_bytes_total)
+
+# Reading the tree now fetches nothing, and gives the origin's bytes.
+drop_caches
+harness_timeout 300 tree_manifest "$mnt/tree" >"$work/m.mnt"
+tree_manifest "$data/tree" >"$work/m.origin"
+diff "$work/m.origin" "$work/m.mnt" >"$work/m.diff" || bad "tree through the mount differs from the origin's: $(head -5 "$work/m.diff")"
+o2=$(gw_metric "$cdir" origin_read_bytes_total)
+[ "$o2" = "$o1" ] || bad "reading the warmed tree fetched $((o2 - o1)) bytes from the origin, want 0"
+h=$(gw_metric "$cdir" cache_hit_bytes_total)
+[ "${h:-0}" -gt 0 ] || bad "reading the warmed tree: no cache hits"
+
+# ---- 5. A second warm skips everything and makes nothing cached.
+warm "$mnt/tree" >"$work/warm2" 2>"$work/warm2.err" || bad "second warm: exit $?"
+grep -q '^read ' "$work/warm2" && bad "second warm read files again: $(grep -m3 '^read ' "$work/warm2")"
+sum=$(tail -1 "$work/warm2")
+case $sum in "warmed 0 files ($nfiles already cached, 0 failed): 0 bytes read, 0 bytes made cached"*) ;;
+*) bad "second warm summary: '$sum'" ;; esac
+o3=$(gw_metric "$cdir" origin_read_bytes_total)
+[ "$o3" = "$o2" ] || bad "second warm fetched $((o3 - o2)) bytes from the origin"
+warm --dry-run "$mnt/tree" >"$work/dry2" || bad "warm --dry-run on a warm tree: exit $?"
+grep -q '^missing ' "$work/dry2" && bad "warm --dry-run on a warm tree lists: $(grep -m3 '^missing ' "$work/dry2")"
+
+# ---- 6. A file changed at the origin is missing again; warm fetches it.
+head -c 100000 /dev/urandom >"$data/tree/edge_64k"
+warm --dry-run "$mnt/tree/edge_64k" >"$work/dry3"
+grep -q '^missing 100000 of 100000 bytes: tree/edge_64k$' "$work/dry3" || bad "a file changed at the origin is not missing: $(cat "$work/dry3")"
+warm "$mnt/tree/edge_64k" >"$work/warm3" || bad "warm of one changed file: exit $?"
+grep -q ' 100000 bytes made cached' "$work/warm3" || bad "warm of one changed file: $(tail -1 "$work/warm3")"
+[ "$(sha256sum <"$mnt/tree/edge_64k")" = "$(sha256sum <"$data/tree/edge_64k")" ] || bad "changed file: bytes differ"
+
+unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
+[ $fail = 0 ] || { echo "--- gateway log:" >&2; tail -n 20 "$GW_LOG" >&2; }
+exit $fail
