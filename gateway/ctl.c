@@ -65,6 +65,11 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  "Bytes asked for that were not in the cache.", cs.miss_bytes);
 	M("cache_fill_bytes_total", "counter",
 	  "Bytes written into the cache.", cs.fill_bytes);
+	M("cache_reads_total", "counter",
+	  "Reads asked of the cache (hits and misses).", cs.reads);
+	M("cache_fills_total", "counter",
+	  "Fills queued to the cache (origin fetches written into it).",
+	  cs.fills);
 	M("cache_corrupt_blocks_total", "counter",
 	  "Cache blocks that failed their checksum and were dropped.",
 	  cs.corrupt_blocks);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-inspect warm: --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; a file changed at the origin is missing again.
+# cachegw-inspect warm and top: --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; top --once shows a non-zero origin read rate while a reader runs.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -12,6 +12,8 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data/tree" || exit 1
+mkdir "$data/cold"
+for ((i = 0; i < 400; i++)); do head -c 32768 /dev/urandom >"$data/cold/c$i"; done
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 mnt=$(harness_tmpdir mnt)
 work=$(harness_tmpdir work)
@@ -48,6 +50,25 @@ rc=$?
 [ $rc = 2 ] || bad "warm of a path outside the mount: exit $rc, want 2"
 grep -q "is not inside $mnt" "$work/err" || bad "warm of a path outside the mount: stderr '$(head -c 300 "$work/err")'"
 warm "$mnt/does-not-exist" >"$work/out" 2>"$work/err" && bad "warm of a missing path: exit 0"
+
+# ---- 3. top --once while a reader reads cold files: a non-zero origin
+# read rate. The reader paces itself so that it spans the sample.
+(
+	for ((i = 0; i < 400; i++)); do
+		cat "$mnt/cold/c$i" >/dev/null
+		sleep 0.01
+	done
+) &
+rd=$!
+harness_register_pid "$rd"
+gw_wait_metric "$cdir" origin_read_bytes_total 1 20 || bad "the reader of cold files fetched nothing"
+timeout 30 "$CACHEGW_INSPECT" top --cache-dir "$cdir" --once >"$work/top" 2>"$work/top.err" || bad "top --once: exit $? ($(head -c 300 "$work/top.err"))"
+pid_alive "$rd" || echo "note: the reader finished before top --once did; its rate may be 0" >&2
+pid_stop "$rd" 5
+[ "$(head -1 "$work/top" | awk '{ print $1, $2 }')" = "time orig_rdMB" ] || bad "top --once: no header: $(head -2 "$work/top")"
+[ "$(grep -c '^[0-9][0-9]:[0-9][0-9]:[0-9][0-9] ' "$work/top")" = 1 ] || bad "top --once: not exactly one sample line: $(cat "$work/top")"
+r=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9] / { print $2 }' "$work/top")
+awk -v r="${r:-0}" 'BEGIN { exit !(r > 0) }' || bad "top --once while reading: origin read rate '${r:-none}' MB/s, want > 0: $(cat "$work/top")"
 
 # ---- 4. warm the tree: exit 0, plain lines (not a tty), every byte cached.
 warm -j 4 "$mnt/tree" >"$work/warm1" 2>"$work/warm1.err" || bad "warm: exit $? ($(head -c 300 "$work/warm1.err"))"

@@ -4,7 +4,7 @@
  * cache/'s API; ls/show/verify work beside a live gateway (read-only),
  * verify --repair and evict refuse while one holds the cache. stats talks
  * to a live gateway over DIR/control.sock; warm reads files through a
- * live mount into its cache.
+ * live mount into its cache, top shows a live gateway's rates.
  *
  * Exit status: 0 ok, 1 failure (or damage found by verify), 2 usage error
  * or the cache is held by a live gateway.
@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		"  warm    --cache-dir DIR [--dry-run] [-j N] PATH...\n"
 		"                                           read files or trees under the\n"
 		"                                           gateway's mount into its cache\n"
+		"  top     --cache-dir DIR [--once] [--interval S]\n"
+		"                                           a live gateway's rates\n"
 		"OBJECT is the 16-hex-digit name shown by ls.\n", prog);
 }
 
@@ -310,6 +312,8 @@ int main(int argc, char **argv)
 	/* These take lists of paths and options of their own. */
 	if (!strcmp(argv[1], "warm"))
 		return cmd_warm(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		int ret;
 

@@ -4,6 +4,7 @@
  *            verify, evict) and stats.
  * ctl.c:     the client side of a live gateway's control socket.
  * warm.c:    warm: read files through the mount into the cache.
+ * top.c:     top: rates from the gateway's counters, once a second.
  */
 #ifndef CACHEGW_INSPECT_I_H
 #define CACHEGW_INSPECT_I_H
@@ -26,7 +27,8 @@ void ctl_perror(const char *dir, int ret);
 /* Counter NAME (without "cachegw_") from a `stats` reply; false if none. */
 bool ctl_stat(const char *stats, const char *name, uint64_t *v);
 
-/* ---- warm.c: argc/argv from the subcommand's name on ---- */
+/* ---- warm.c, top.c: argc/argv from the subcommand's name on ---- */
 int cmd_warm(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -1,0 +1,165 @@
+/* top.c - `cachegw-inspect top`: a live gateway's rates, one line per
+ * interval under a header, as iostat and nfsiostat print them. Rates are
+ * differences of the gateway's counters (control socket `stats`) over the
+ * time measured between the two reads. --once prints one line from two
+ * reads an interval apart, for scripts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inspect_i.h"
+
+/* Counters sampled, by their `stats` names. */
+enum {
+	C_ORD, C_OWR, C_HIT, C_MISS, C_FILLB, C_FILLS, C_CULLS, C_USED,
+	C_COUNT
+};
+static const char *const names[C_COUNT] = {
+	"origin_read_bytes_total", "origin_write_bytes_total",
+	"cache_hit_bytes_total", "cache_miss_bytes_total",
+	"cache_fill_bytes_total", "cache_fills_total",
+	"cache_culled_objects_total", "cache_used_bytes",
+};
+
+struct sample {
+	double t;		/* CLOCK_MONOTONIC seconds */
+	uint64_t v[C_COUNT];
+};
+
+static int take(const char *dir, struct sample *s)
+{
+	struct timespec ts;
+	char *reply;
+	int ret = ctl_ask(dir, "stats", &reply), i;
+
+	if (ret) {
+		ctl_perror(dir, ret);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	for (i = 0; i < C_COUNT; i++) {
+		if (!ctl_stat(reply, names[i], &s->v[i])) {
+			fprintf(stderr, "%s: the gateway on %s reports no %s "
+				"(an older cachegw?)\n", prog, dir, names[i]);
+			free(reply);
+			return -1;
+		}
+	}
+	free(reply);
+	return 0;
+}
+
+static void header(void)
+{
+	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s\n", "time",
+	       "orig_rdMB", "orig_wrMB", "hit_MB", "miss_MB", "fill_MB",
+	       "fills", "culls", "hit%", "cached_MiB");
+	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s\n", "", "/s", "/s",
+	       "/s", "/s", "/s", "/s", "/s", "", "");
+}
+
+static void line(const struct sample *a, const struct sample *b)
+{
+	double dt = b->t - a->t, r[C_COUNT];
+	char when[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i;
+
+	if (dt <= 0)
+		dt = 1e-9;
+	for (i = 0; i < C_COUNT; i++)	/* a restart makes counters drop */
+		r[i] = b->v[i] >= a->v[i] ?
+		       (double)(b->v[i] - a->v[i]) / dt : 0;
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	printf("%-8s %9.2f %9.2f %9.2f %9.2f %9.2f %8.1f %8.1f ", when,
+	       r[C_ORD] / 1e6, r[C_OWR] / 1e6, r[C_HIT] / 1e6,
+	       r[C_MISS] / 1e6, r[C_FILLB] / 1e6, r[C_FILLS], r[C_CULLS]);
+	if (r[C_HIT] + r[C_MISS] > 0)
+		printf("%5.1f", 100 * r[C_HIT] / (r[C_HIT] + r[C_MISS]));
+	else
+		printf("%5s", "-");
+	printf(" %10.1f\n", (double)b->v[C_USED] / 1048576);
+	fflush(stdout);
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s };
+
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int usage_top(const char *msg)
+{
+	fprintf(stderr, "%s: %s\nusage: %s top --cache-dir DIR [--once] "
+		"[--interval S]\n", prog, msg, prog);
+	return EXIT_USAGE;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cache-dir", required_argument, NULL, 'd' },
+		{ "once", no_argument, NULL, '1' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *dir = NULL;
+	double interval = 1;
+	bool once = false, tty = isatty(STDOUT_FILENO);
+	struct sample a, b;
+	unsigned lines = 0;
+	char *end;
+	int ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+d:i:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': dir = optarg; break;
+		case '1': once = true; break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval >= 0.1 && interval <= 3600))
+				return usage_top("--interval wants 0.1 to "
+						 "3600 seconds");
+			break;
+		case 'h':
+			printf("usage: %s top --cache-dir DIR [--once] "
+			       "[--interval S]\n", prog);
+			return 0;
+		default:
+			return usage_top("unexpected option");
+		}
+	}
+	if (!dir)
+		return usage_top("--cache-dir DIR is required");
+	if (optind < argc)
+		return usage_top("top takes no arguments");
+	if (take(dir, &a))
+		return 1;
+	header();
+	for (;;) {
+		sleep_s(interval);
+		if (take(dir, &b))
+			return 1;
+		/* Like vmstat: the header again now and then on a screen. */
+		if (tty && lines && lines % 20 == 0)
+			header();
+		line(&a, &b);
+		lines++;
+		if (once)
+			return 0;
+		a = b;
+	}
+}
