@@ -96,9 +96,11 @@ void gw_ctl_drain(struct gw *gw, FILE *out)
 		fprintf(out, "error: no cache\n");
 		return;
 	}
-	/* 1. Fetches done and queued for the fill thread reach the cache;
+	/* 1. Every fetch a read was answered from so far has been handed
+	 *    to the cache (fills_pending counts a fetch's fill before the
+	 *    fetch is published done, so none slips through);
 	 * 2. the cache's writes of them complete (cache_drain). */
-	while (__atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED)) {
+	while (__atomic_load_n(&gw->fills_pending, __ATOMIC_ACQUIRE)) {
 		if (waited >= GW_DRAIN_MAX_MS) {
 			fprintf(out, "error: fills still queued after %u s\n",
 				GW_DRAIN_MAX_MS / 1000);

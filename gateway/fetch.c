@@ -140,6 +140,8 @@ static void chunk_done(int status, void *priv)
 
 		if (fill) {
 			ino->fills_queued++;
+			__atomic_fetch_add(&gw->fills_pending, 1,
+					   __ATOMIC_RELAXED);
 			f->filling = true;
 		} else
 			gw_fetch_unref_locked(f, &freeme);

@@ -73,6 +73,7 @@ static void *fill_thread(void *arg)
 				   __ATOMIC_RELAXED);
 		pthread_mutex_lock(&ino->lock);
 		ino->fills_queued--;
+		__atomic_fetch_sub(&gw->fills_pending, 1, __ATOMIC_RELEASE);
 		f->filling = false;
 		pthread_cond_broadcast(&ino->fetch_cond);
 		/* The cache has the bytes now: the fetch need not hold them

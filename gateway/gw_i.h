@@ -466,6 +466,12 @@ struct gw {
 	pthread_t fill_thread;			/* main thread only */
 	bool fill_started;			/* main thread only */
 	uint64_t fill_queued_bytes;		/* atomic */
+	uint64_t fills_pending;			/* atomic: fetches whose fill is
+						 * decided and not yet handed to
+						 * the cache; counted before
+						 * the fetch is published done,
+						 * so a reader that saw its
+						 * data also sees it (drain) */
 	uint64_t readahead_throttled;		/* atomic */
 	uint64_t kernel_cache_drops;		/* atomic: opens without
 						 * keep_cache after an earlier
