@@ -21,7 +21,7 @@ SIZE=$((6 * 1048576 + 777))
 data=$(harness_tmpdir origin-data)
 head -c "$SIZE" /dev/urandom >"$data/a.bin"
 want=$(sha256sum <"$data/a.bin" | cut -d' ' -f1)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { echo "FAIL: the origin did not start" >&2; exit 1; }
 mnt=$(harness_tmpdir mnt)
 work=$(harness_tmpdir work)
 cdir=$(harness_tmpdir cache)/c
@@ -34,7 +34,7 @@ scrape() { timeout 20 curl -sS --max-time 10 -o "$1" -w '%{http_code}' "$2"; }
 
 for p in "$METRICS_PORT" "$PROM_PORT"; do
 	if ss -Hltn "sport = :$p" | grep -q .; then
-		echo "port $p already in use: $(ss -Hltnp "sport = :$p" | head -1)" >&2
+		echo "FAIL: port $p already in use: $(ss -Hltnp "sport = :$p" | head -1)" >&2
 		exit 1
 	fi
 done
@@ -51,7 +51,7 @@ for v in nope 70000 0 10.0.0.1 host:9100 '[::1]' 127.0.0.1: ''; do
 done
 
 # ---- 2. A bare port binds loopback only.
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,metrics=$METRICS_PORT" || exit 1
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,metrics=$METRICS_PORT" || { echo "FAIL: mount with cache_dir=$cdir,metrics=$METRICS_PORT failed (log: $GW_LOG)" >&2; tail -5 "$GW_LOG" >&2; exit 1; }
 l=$(ss -Hltn "sport = :$METRICS_PORT" | awk '{ print $4 }')
 [ "$l" = "127.0.0.1:$METRICS_PORT" ] || bad "metrics=$METRICS_PORT listens on '$l', want 127.0.0.1:$METRICS_PORT only"
 # A second gateway cannot take the port: a start-up error, not a mount.
@@ -66,7 +66,7 @@ is_mounted "$mnt2" && bad "taken metrics port: $mnt2 left mounted"
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 
 # ---- 3. metrics=127.0.0.1:PORT: the endpoint, its counters and histograms.
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,metrics=127.0.0.1:$METRICS_PORT" || exit 1
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,metrics=127.0.0.1:$METRICS_PORT" || { echo "FAIL: mount with cache_dir=$cdir,metrics=127.0.0.1:$METRICS_PORT failed (log: $GW_LOG)" >&2; tail -5 "$GW_LOG" >&2; exit 1; }
 code=$(scrape "$work/m0" "$URL/metrics")
 [ "$code" = 200 ] || bad "GET /metrics: HTTP $code, want 200"
 grep -q '^# TYPE cachegw_origin_read_bytes_total counter$' "$work/m0" || bad "GET /metrics: no TYPE line for cachegw_origin_read_bytes_total"

@@ -14,14 +14,14 @@ data=$(harness_tmpdir origin-data)
 fill_tree "$data/tree" || exit 1
 mkdir "$data/cold"
 for ((i = 0; i < 400; i++)); do head -c 32768 /dev/urandom >"$data/cold/c$i"; done
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { echo "FAIL: the origin did not start" >&2; exit 1; }
 mnt=$(harness_tmpdir mnt)
 work=$(harness_tmpdir work)
 cdir=$(harness_tmpdir cache)/c
 # actimeo=0: step 6 changes a file at the origin and warms it at once; the
 # kernel reads a file only up to the size it holds, which (with the
 # default attribute cache) may still be the old one for a few seconds.
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=0" || exit 1
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=0" || { echo "FAIL: mount with cache_dir=$cdir,actimeo=0 failed (log: $GW_LOG)" >&2; tail -5 "$GW_LOG" >&2; exit 1; }
 warm() { timeout 300 "$CACHEGW_INSPECT" warm --cache-dir "$cdir" "$@"; }
 
 # What warm should find: the tree's regular files, and the non-empty ones
