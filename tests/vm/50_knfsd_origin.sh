@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: knfsd as the origin (in a network namespace of its own, so its nfsd threads are its own, as on another machine) → cachegw (ASan): tree and bytes equal the origin's, the second read is served by the cache, a change made in the origin's directory is seen after close-to-open, writes through the gateway land at the origin byte for byte and read back after fsync/close, and an 8 MiB write from a kernel NFSv3 client through a knfsd re-export of the gateway completes.
+# Guest test: knfsd as the origin (in a network namespace of its own, so its nfsd threads are its own, as on another machine) → cachegw (ASan): tree and bytes equal the origin's, the second read is served by the cache, a change made in the origin's directory is seen after close-to-open, writes through the gateway land at the origin byte for byte and read back after fsync/close, an 8 MiB write from a kernel NFSv3 client through a knfsd re-export of the gateway completes, and (knfsd behind tests/lib/wccproxy.py, which adds the WRITE pre-op attributes knfsd never sends) a range changed at the origin while the gateway holds the file open, then another range written through the gateway, reads back as the origin's whole file.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_require_guest
@@ -20,11 +20,13 @@ FILL_BIG_SIZE=$((9 * MiB + 12345))
 FILL_MANY_COUNT=100
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || { echo "fill_tree failed" >&2; exit 1; }
+head -c $((4 * MiB)) /dev/urandom >"$data/wcc.bin"
 step "knfsd origin in network namespace $KNFSD_ORIGIN_NS"
 knfsd_origin_start "$data" 7401 || exit 1
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 mount_gateway "$KNFSD_ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
+gw1=$GW_PID
 
 step "tree and bytes"
 manifest() { timeout 300 bash -c "$(declare -f vm_manifest); vm_manifest '$1'"; }
@@ -85,11 +87,53 @@ timeout -k 10 300 dd if="$HARNESS_TMP/w8" of="$c3/written8.bin" bs=1M conv=fsync
 rc=$?
 if [ $rc = 124 ] || [ $rc = 137 ]; then
 	bad "dd of 8 MiB through the re-export did not finish in 300 s"
-	vm_hang_report "$GW_PID"
+	vm_hang_report "$gw1"
 elif [ $rc != 0 ]; then
 	bad "dd of 8 MiB through the re-export failed ($rc)"
 fi
 cmp "$HARNESS_TMP/w8" "$data/written8.bin" || bad "the origin's written8.bin differs from what the client wrote"
+
+step "wcc: a range changed at the origin, then another written through the gateway"
+# knfsd sends no pre-op attributes in WRITE replies (nfsd3_proc_write never
+# saves them: wcc_data "before" is absent), so a second gateway mounts the
+# origin through tests/lib/wccproxy.py, which adds them as FreeBSD's nfsd
+# sends them. Open read-write and read (kernel pages and disk cache hold
+# it), change [1 MiB, +64 KiB) in the origin's directory, write
+# [3 MiB, +64 KiB) through the open file, close.
+# (absolute: entering a mount namespace moves the cwd to its root)
+knfsd_origin_exec python3 "$(cd "$(dirname "$0")/../lib" && pwd)/wccproxy.py" 2050 2049 "$KNFSD_ORIGIN_ADDR" \
+	>"$HARNESS_TMP/proxy.log" 2>&1 </dev/null &
+harness_register_pid $!
+for ((i = 0; i < 100; i++)); do
+	grep -q ready "$HARNESS_TMP/proxy.log" && break
+	sleep 0.1
+done
+mnt2=$(harness_tmpdir mnt-wcc)
+cdir2=$(harness_tmpdir cache-wcc)
+mount_gateway "nfs://$KNFSD_ORIGIN_ADDR$data?nfsport=2050&mountport=$KNFSD_ORIGIN_MNT_PORT" \
+	"$mnt2" "cache_dir=$cdir2" || exit 1
+timeout 120 python3 - "$mnt2/wcc.bin" "$data/wcc.bin" <<-'PY' || bad "wcc.bin: the open/read/change/write sequence failed"
+	import os, sys
+	gw, origin = sys.argv[1], sys.argv[2]
+	f = open(gw, "r+b", buffering=0)
+	f.read()
+	with open(origin, "r+b") as o:
+	    o.seek(1 << 20)
+	    o.write(os.urandom(65536))
+	f.seek(3 << 20)
+	f.write(os.urandom(65536))
+	os.fsync(f.fileno())
+	f.close()
+	PY
+w=$(gw_metric "$cdir2" write_wcc_foreign_total)
+[ "${w:-0}" -ge 1 ] || bad "the WRITE's pre-op attributes did not show the change at the origin: write_wcc_foreign_total '$w'"
+[ "$(sum "$mnt2/wcc.bin")" = "$(sum "$data/wcc.bin")" ] ||
+	bad "wcc.bin: the next open reads other bytes than the origin's (the range changed at the origin is lost: kernel pages kept)"
+drop_caches
+[ "$(sum "$mnt2/wcc.bin")" = "$(sum "$data/wcc.bin")" ] ||
+	bad "wcc.bin: after drop_caches, other bytes than the origin's (the disk cache kept the old range)"
+w=$(gw_metric "$cdir" write_wcc_foreign_total)
+[ "$w" = 0 ] || bad "the first mount (no pre-op attributes from knfsd) counted foreign changes: '$w'"
 
 step "done"
 exit $fail

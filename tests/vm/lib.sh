@@ -184,7 +184,7 @@ knfsd_origin_start() { # DIR FSID
 		rb=$!
 		for i in $(seq 100); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
 		exportfs -o "rw,no_subtree_check,sync,no_root_squash,insecure,fsid=$fsid" \
-			"$client:$dir" || exit 1
+			"${client%.*}.0/24:$dir" || exit 1
 		rpc.mountd -F -p "$mport" </dev/null >/dev/null 2>&1 3>&- &
 		md=$!
 		rpc.nfsd -N 4 "$threads" 3>&- || exit 1
