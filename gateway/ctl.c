@@ -59,6 +59,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("write_resends_total", "counter",
 	  "Extents written again because the origin's verifier changed.",
 	  __atomic_load_n(&gw->resends, __ATOMIC_RELAXED));
+	M("write_wcc_foreign_total", "counter",
+	  "WRITEs whose pre-op attributes showed a change by someone else.",
+	  __atomic_load_n(&gw->wcc_foreign, __ATOMIC_RELAXED));
 	M("cache_hit_bytes_total", "counter",
 	  "Bytes served from verified cache blocks.", cs.hit_bytes);
 	M("cache_miss_bytes_total", "counter",

@@ -181,6 +181,10 @@ struct gw_inode {
 					 * writes wait). fetch_cond is
 					 * broadcast when either ends */
 	int write_err;			/* -errno to report at flush/fsync */
+	bool pages_stale;		/* the kernel's pages may hold a
+					 * version changed by someone else
+					 * before our write (wcc): the next
+					 * open drops them */
 	struct gw_access access[GW_ACCESS_SLOTS];
 	unsigned access_next;
 	struct gw_silly *silly;		/* hidden name it was unlinked to
@@ -483,6 +487,9 @@ struct gw {
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t resends;		/* extents resent after a verifier
 					 * change (atomic) */
+	uint64_t wcc_foreign;		/* WRITEs whose pre-op attributes
+					 * showed someone else's change
+					 * (atomic) */
 	struct gw_silly_tab *silly;	/* hidden names (silly.c), set at
 					 * start */
 	/* metrics= endpoint: set by gw_metrics_start, used by its thread,

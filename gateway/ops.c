@@ -550,7 +550,10 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 *    old end, under the new size (zeros in the middle of the file). */
 	fi->keep_cache = ino->opened_before &&
 			 (gw_inode_writing(ino) ||
-			  same_version(&ino->open_attr, &a));
+			  (!ino->pages_stale &&
+			   same_version(&ino->open_attr, &a)));
+	if (!fi->keep_cache)
+		ino->pages_stale = false;
 	if (ino->opened_before && !fi->keep_cache)
 		__atomic_fetch_add(&gw->kernel_cache_drops, 1,
 				   __ATOMIC_RELAXED);

@@ -13,7 +13,9 @@
  * 4. The post-op attributes of the WRITEs become the inode's attributes
  *    and the cache object's coherency data, so the gateway's own writes do
  *    not look like a change at the origin; the cache takes the new bytes
- *    (cache_writes=through) or drops the blocks (around).
+ *    (cache_writes=through) or drops the blocks (around) - unless their
+ *    pre-op attributes show that someone else changed the file first
+ *    (wcc_foreign below).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,7 +141,40 @@ struct wresult {
 	uint8_t verf[8];
 	bool have_verf;
 	bool mixed;			/* pieces gave different verifiers */
+	bool foreign;			/* wcc_foreign */
 };
+
+/* Is w (pre-op attributes) the version a? */
+static bool wcc_is(const struct nfsc_wcc *w, const struct nfsc_attr *a)
+{
+	return w->size == a->size &&
+	       w->mtime.tv_sec == a->mtime.tv_sec &&
+	       w->mtime.tv_nsec == a->mtime.tv_nsec &&
+	       w->ctime.tv_sec == a->ctime.tv_sec &&
+	       w->ctime.tv_nsec == a->ctime.tv_nsec;
+}
+
+/* wcc: an origin that sends pre-op attributes with its WRITE replies
+ * (FreeBSD's nfsd; not knfsd, not nfs-ganesha 4.3) says which version each
+ * WRITE found. The pieces of one range run in parallel, so a piece may
+ * find another piece's "after" rather than the version the gateway knew
+ * when it sent the range (known). A "before" that is neither is someone
+ * else's change, made between the gateway's last view and this write: then
+ * the post-op attributes are not just our write's. True if piece i of n
+ * shows such a change (known NULL: nothing to judge against). */
+static bool wcc_foreign(const struct nfsc_attr *known, const struct wchunk *ch,
+			size_t n, size_t i)
+{
+	size_t j;
+
+	if (!known || !ch[i].post.has_pre || wcc_is(&ch[i].post.pre, known))
+		return false;
+	for (j = 0; j < n; j++)
+		if (j != i && ch[j].post.has_attr &&
+		    wcc_is(&ch[i].post.pre, &ch[j].post.attr))
+			return false;
+	return true;
+}
 
 static void wresult_add(struct wresult *r, const struct wchunk *ch)
 {
@@ -161,7 +196,7 @@ static void wresult_add(struct wresult *r, const struct wchunk *ch)
 static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 		     const struct nfsc_fh *fh, const char *buf, uint32_t len,
 		     uint64_t off, bool stable, const struct wchunk *first,
-		     struct wresult *res)
+		     const struct nfsc_attr *known, struct wresult *res)
 {
 	uint32_t done = first->written;
 	unsigned zero = done ? 0 : 1;
@@ -183,6 +218,11 @@ static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 		ret = wbatch_wait(&b);
 		if (ret)
 			return ret;
+		/* Every earlier piece has been answered: this one finds the
+		 * newest of their versions. */
+		if (wcc_foreign(known, &ch, 1, 0) && (!res->post.has_attr ||
+		    !wcc_is(&ch.post.pre, &res->post.attr)))
+			res->foreign = true;
 		wresult_add(res, &ch);
 		zero = ch.written ? 0 : zero + 1;
 		done += ch.written;
@@ -190,10 +230,12 @@ static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 	return 0;
 }
 
-/* WRITE [off, off+len) in wsize pieces in parallel. */
+/* WRITE [off, off+len) in wsize pieces in parallel; known: the version the
+ * gateway knows the file to be, for wcc_foreign (or NULL). */
 static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fh, const char *buf, size_t len,
-		      uint64_t off, bool stable, struct wresult *res)
+		      uint64_t off, bool stable, const struct nfsc_attr *known,
+		      struct wresult *res)
 {
 	uint32_t ws = nfsc_wsize(gw->nfs);
 	size_t n = (len + ws - 1) / ws, i;
@@ -215,10 +257,12 @@ static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 	for (i = 0; !ret && i < n; i++) {
 		size_t o = i * ws, l = len - o < ws ? len - o : ws;
 
+		if (wcc_foreign(known, ch, n, i))
+			res->foreign = true;
 		wresult_add(res, &ch[i]);
 		if (ch[i].written < l)
 			ret = send_rest(gw, cr, fh, buf + o, (uint32_t)l,
-					off + o, stable, &ch[i], res);
+					off + o, stable, &ch[i], known, res);
 	}
 	free(ch);
 	return ret;
@@ -332,7 +376,7 @@ static int resend_lost(struct gw *gw, struct gw_inode *ino,
 		       "resending %zu bytes at %llu", v[i]->len,
 		       (unsigned long long)v[i]->off);
 		ret = send_range(gw, &v[i]->cred, &ino->fh, v[i]->data,
-				 v[i]->len, v[i]->off, true, &r);
+				 v[i]->len, v[i]->off, true, NULL, &r);
 	}
 	free(v);
 out:
@@ -411,8 +455,10 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, const char *buf, size_t size, off_t off)
 {
 	struct gw_extent *e;
+	struct nfsc_attr known;
 	struct wresult res;
-	bool commit_now;
+	bool commit_now, judge, foreign;
+	uint64_t seq;
 	int ret;
 
 	e = malloc(sizeof(*e) + size);
@@ -431,14 +477,22 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	/* A resend of older bytes must not land after this write. */
 	while (ino->resending)
 		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
-	ino->writes_started++;
+	/* wcc: judged only for a write that is the inode's only one from
+	 * start to answer. Another of ours in flight (mmap writeback, a second
+	 * writer) may reach the origin first, and then this one's "before" is
+	 * that one's "after", which we do not know yet: it would pass for a
+	 * change by someone else every time. Such writes are taken for our
+	 * own, as without wcc. */
+	judge = ino->attr_valid && !gw_inode_writing(ino);
+	known = ino->attr;
+	seq = ++ino->writes_started;
 	pthread_mutex_unlock(&ino->lock);
 	/* Reads must not be served from a fetch older than this write. */
 	gw_inode_drop_fetch(ino);
 
 	window_get(gw, size);
 	ret = send_range(gw, &f->cred, &ino->fh, buf, size, (uint64_t)off,
-			 false, &res);
+			 false, judge ? &known : NULL, &res);
 	memcpy(e->verf, res.verf, 8);
 	e->mixed = res.mixed;
 	window_put(gw, size);
@@ -465,7 +519,26 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (res.post.has_attr) {
+	pthread_mutex_lock(&ino->lock);
+	foreign = res.foreign && ino->writes_started == seq;
+	pthread_mutex_unlock(&ino->lock);
+	if (foreign) {
+		/* Someone else changed the file before this write: the cache
+		 * and the kernel's pages hold a version never seen here. The
+		 * object takes the new version with none of its blocks; the
+		 * next open drops the pages (below), as after a change seen
+		 * by a GETATTR. */
+		__atomic_fetch_add(&gw->wcc_foreign, 1, __ATOMIC_RELAXED);
+		gw_log("file %llu changed at the origin before our WRITE at "
+		       "%llu (wcc): dropping its cached data",
+		       (unsigned long long)known.fileid,
+		       (unsigned long long)off);
+	}
+	if (res.post.has_attr && foreign) {
+		gw_inode_set_attr(ino, &res.post.attr);
+		gw_cache_own_change(gw, ino, &res.post.attr, true);
+		gw_cache_drop(gw, ino);
+	} else if (res.post.has_attr) {
 		gw_inode_set_attr(ino, &res.post.attr);
 		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
 				   (uint64_t)off);
@@ -477,8 +550,10 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	pthread_mutex_lock(&ino->lock);
 	/* The kernel wrote these bytes into its page cache itself: its pages
 	 * are of this version now, and the next open need not drop them. */
-	if (res.post.has_attr && ino->opened_before &&
-	    gw_attr_newer(&res.post.attr, &ino->open_attr))
+	if (foreign)
+		ino->pages_stale = true;
+	else if (res.post.has_attr && ino->opened_before &&
+		 gw_attr_newer(&res.post.attr, &ino->open_attr))
 		ino->open_attr = res.post.attr;
 	ino->writes_done++;
 	pthread_cond_broadcast(&ino->fetch_cond);

@@ -254,7 +254,7 @@ int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.access.granted = granted;
 	r->post = post;
 	if (post)
-		post->has_attr = false;
+		post->has_attr = post->has_pre = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 

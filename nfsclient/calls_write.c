@@ -45,11 +45,24 @@ static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 	nfstime3_set(&d->mtime.set_mtime_u.mtime, &s->mtime);
 }
 
-/* wcc_data: keep the "after" attributes for the caller. */
+/* wcc_data: keep the "after" attributes for the caller, and the "before"
+ * ones when the origin sent them. */
 static void post_wcc(struct nfsc_req *r, const wcc_data *w)
 {
-	if (r->post)
-		nfsc_post_op(&w->after, &r->post->attr, &r->post->has_attr);
+	const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
+	struct nfsc_post *p = r->post;
+
+	if (!p)
+		return;
+	nfsc_post_op(&w->after, &p->attr, &p->has_attr);
+	p->has_pre = w->before.attributes_follow;
+	if (!p->has_pre)
+		return;
+	p->pre.size = b->size;
+	p->pre.mtime.tv_sec = b->mtime.seconds;
+	p->pre.mtime.tv_nsec = b->mtime.nseconds;
+	p->pre.ctime.tv_sec = b->ctime.seconds;
+	p->pre.ctime.tv_nsec = b->ctime.nseconds;
 }
 
 static int name_ok(const char *name)
@@ -116,7 +129,7 @@ int nfsc_setattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->sa = *sa;
 	r->post = post;
 	if (post)
-		post->has_attr = false;
+		post->has_attr = post->has_pre = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 
@@ -185,7 +198,7 @@ int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->post = post;
 	*written = 0;
 	if (post)
-		post->has_attr = false;
+		post->has_attr = post->has_pre = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 
@@ -231,7 +244,7 @@ int nfsc_commit_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.commit.verf = verf;
 	r->post = post;
 	if (post)
-		post->has_attr = false;
+		post->has_attr = post->has_pre = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 
@@ -479,7 +492,7 @@ int nfsc_link_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	strcpy(r->name2, name);
 	r->post = post;
 	if (post)
-		post->has_attr = false;
+		post->has_attr = post->has_pre = false;
 	return nfsc_submit_or_free(n, conn, r);
 }
 

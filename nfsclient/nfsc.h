@@ -111,10 +111,22 @@ struct nfsc_created {
 	struct nfsc_attr attr;
 };
 
-/* Post-operation attributes of the object a call changed. */
+/* NFSv3 pre-operation attributes (wcc_attr): what the origin says the
+ * object was just before the call changed it. */
+struct nfsc_wcc {
+	uint64_t size;
+	struct timespec mtime, ctime;
+};
+
+/* Post-operation attributes of the object a call changed; for calls whose
+ * reply carries wcc_data (SETATTR, WRITE, COMMIT) also the pre-operation
+ * ones, when the origin sends them (FreeBSD's nfsd does for WRITE; knfsd
+ * only for SETATTR, nfs-ganesha 4.3 never). */
 struct nfsc_post {
 	bool has_attr;
 	struct nfsc_attr attr;
+	bool has_pre;
+	struct nfsc_wcc pre;
 };
 
 typedef void (*nfsc_cb)(int status, void *priv);

@@ -124,3 +124,106 @@ vm_manifest() {
 	    print("\t".join(r))
 	PY
 }
+
+# ---- knfsd as the origin, in a network namespace of its own -------------
+#
+#   knfsd_origin_start DIR FSID      export DIR from a knfsd in network
+#                                    namespace cgworigin (own nfsd threads,
+#                                    rpcbind, mountd; own /run, /var/lib/nfs,
+#                                    /etc/exports), reached over a veth pair;
+#                                    sets KNFSD_ORIGIN_URL (nfs://ADDR/DIR
+#                                    with nfsport= and mountport=)
+#   knfsd_origin_exec CMD...         run CMD in the origin's namespaces
+#   knfsd_origin_stop                rpc.nfsd 0 there, mountd and rpcbind
+#                                    stopped by pid (vm_cleanup does not)
+#
+# nfsd is per network namespace: one in the guest's own namespace (the
+# re-export) and this one never share threads, as two machines would not.
+# `ip netns exec` gives each command a new mount namespace, so the setup
+# runs as one script and later commands enter its namespaces by pid.
+KNFSD_ORIGIN_NS=cgworigin
+KNFSD_ORIGIN_HOST=10.214.1.1		# the guest's end of the veth
+KNFSD_ORIGIN_ADDR=10.214.1.2		# the origin's end
+KNFSD_ORIGIN_MNT_PORT=20048
+KNFSD_ORIGIN_THREADS=${KNFSD_ORIGIN_THREADS:-8}
+_VM_ORIGIN_PID=		# rpcbind's: holds the origin's namespaces
+_VM_ORIGIN_MOUNTD=
+
+knfsd_origin_exec() {
+	[ -n "$_VM_ORIGIN_PID" ] || return 1
+	nsenter -t "$_VM_ORIGIN_PID" -m -n -- "$@"
+}
+
+knfsd_origin_start() { # DIR FSID
+	local dir=$1 fsid=$2 state pids
+	modprobe veth || { vlog "modprobe veth failed"; return 1; }
+	modprobe lockd nlm_grace_period=3 nlm_timeout=3 2>/dev/null || modprobe lockd
+	modprobe nfsd || { vlog "modprobe nfsd failed"; return 1; }
+	ip netns add "$KNFSD_ORIGIN_NS" || return 1
+	ip link add cgwo0 type veth peer name cgwo1 || return 1
+	ip link set cgwo1 netns "$KNFSD_ORIGIN_NS" || return 1
+	ip addr add "$KNFSD_ORIGIN_HOST/24" dev cgwo0 && ip link set cgwo0 up || return 1
+	ip netns exec "$KNFSD_ORIGIN_NS" sh -c "ip link set lo up &&
+		ip addr add $KNFSD_ORIGIN_ADDR/24 dev cgwo1 && ip link set cgwo1 up" || return 1
+	state=$(harness_tmpdir knfsd-origin) || return 1
+	# Prints "RPCBIND_PID MOUNTD_PID" once nfsd runs.
+	pids=$(ip netns exec "$KNFSD_ORIGIN_NS" bash -s "$dir" "$fsid" "$state" \
+		"$KNFSD_ORIGIN_HOST" "$KNFSD_ORIGIN_MNT_PORT" "$KNFSD_ORIGIN_THREADS" <<-'EOS'
+		dir=$1 fsid=$2 state=$3 client=$4 mport=$5 threads=$6
+		exec 3>&1 >&2
+		mkdir -p "$state/run" "$state/varlib/nfs" && : >"$state/exports" || exit 1
+		mount -t tmpfs -o mode=755 orun /run || exit 1
+		mkdir -p /run/rpcbind /run/lock
+		mount --bind "$state/varlib/nfs" /var/lib/nfs || exit 1
+		mount --bind "$state/exports" /etc/exports || exit 1
+		: >/var/lib/nfs/etab; : >/var/lib/nfs/rmtab
+		mount -t nfsd nfsd /proc/fs/nfsd || exit 1
+		echo 10 >/proc/fs/nfsd/nfsv4gracetime
+		echo 10 >/proc/fs/nfsd/nfsv4leasetime
+		rpcbind -f -w </dev/null >/dev/null 2>&1 3>&- &
+		rb=$!
+		for i in $(seq 100); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+		exportfs -o "rw,no_subtree_check,sync,no_root_squash,insecure,fsid=$fsid" \
+			"${client%.*}.0/24:$dir" || exit 1
+		rpc.mountd -F -p "$mport" </dev/null >/dev/null 2>&1 3>&- &
+		md=$!
+		rpc.nfsd -N 4 "$threads" 3>&- || exit 1
+		for i in $(seq 100); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -q mountd && break; sleep 0.1; done
+		echo "$rb $md" >&3
+		EOS
+	) || { vlog "the origin's knfsd did not start"; return 1; }
+	read -r _VM_ORIGIN_PID _VM_ORIGIN_MOUNTD <<<"$pids"
+	[ -n "$_VM_ORIGIN_MOUNTD" ] || { vlog "the origin's knfsd did not start"; return 1; }
+	KNFSD_ORIGIN_URL="nfs://$KNFSD_ORIGIN_ADDR$dir?nfsport=2049&mountport=$KNFSD_ORIGIN_MNT_PORT"
+}
+
+knfsd_origin_stop() {
+	[ -n "$_VM_ORIGIN_PID" ] || return 0
+	knfsd_origin_exec exportfs -ua 2>/dev/null
+	knfsd_origin_exec timeout 30 rpc.nfsd 0 2>/dev/null
+	pid_stop "$_VM_ORIGIN_MOUNTD" 5
+	pid_stop "$_VM_ORIGIN_PID" 5
+	_VM_ORIGIN_PID=
+	ip link del cgwo0 2>/dev/null
+	ip netns del "$KNFSD_ORIGIN_NS" 2>/dev/null
+}
+
+# vm_hang_report GW_PID: what every nfsd thread and the gateway's threads
+# wait in (kernel stacks, and gdb's backtraces of the gateway if there).
+vm_hang_report() {
+	local t
+	echo "--- nfsd threads: kernel stacks, by count" >&2
+	for t in $(pgrep -x nfsd); do
+		cat "/proc/$t/stack" 2>/dev/null | awk '{print $2}' | head -n 12 | paste -sd' '
+	done | sort | uniq -c | sort -rn | sed 's/^/    /' >&2
+	echo "--- gateway $1: kernel stacks of its threads, by count" >&2
+	for t in /proc/"$1"/task/*; do
+		cat "$t/stack" 2>/dev/null | awk '{print $2}' | head -n 8 | paste -sd' '
+	done | sort | uniq -c | sort -rn | sed 's/^/    /' >&2
+	if command -v gdb >/dev/null; then
+		echo "--- gateway $1: gdb backtraces" >&2
+		timeout 120 gdb -p "$1" -batch -nx -ex 'set pagination off' \
+			-ex 'thread apply all bt 12' 2>/dev/null |
+			grep -E '^(Thread|#)' | sed 's/^/    /' >&2
+	fi
+}
