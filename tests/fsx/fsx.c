@@ -254,9 +254,10 @@ static void __attribute__((noreturn)) fail_msg(const char *fmt, intmax_t a,
 	exit(1);
 }
 
-/* The whole file, read through fd, against the model. */
+/* The whole file, read through cfd, against the model. */
 static void check_file(int cfd, const char *when)
 {
+	size_t cap = opt.maxlen + DIO_ALIGN;
 	struct stat st;
 	off_t got = 0;
 	ssize_t r;
@@ -267,10 +268,17 @@ static void check_file(int cfd, const char *when)
 		fail_msg("size after the op: file 0x%jx, model 0x%jx",
 			 (intmax_t)st.st_size, (intmax_t)model_size);
 	/* Read past the end as well: a file longer than its size is wrong. */
-	while ((r = pread(cfd, buf + got, opt.maxlen + DIO_ALIGN - got, got)) > 0)
-		got += r;
+	if (cfd == dfd) {
+		/* One aligned read: O_DIRECT may refuse an unaligned offset. */
+		r = pread(cfd, buf, cap & ~(size_t)(DIO_ALIGN - 1), 0);
+		got = r > 0 ? r : 0;
+	} else {
+		while ((r = pread(cfd, buf + got, cap - got, got)) > 0)
+			got += r;
+	}
 	if (r < 0)
-		fail_errno("pread (whole-file check)");
+		fail_errno(cfd == dfd ? "pread (whole-file check, O_DIRECT)" :
+					"pread (whole-file check)");
 	if (got != model_size)
 		fail_msg("whole-file read returned 0x%jx bytes, model size 0x%jx",
 			 (intmax_t)got, (intmax_t)model_size);
@@ -531,7 +539,9 @@ static void usage(void)
 		"  -S seed    seed of the operation sequence (default: from the clock)\n"
 		"  -c P       close and reopen the file on 1 in P ops (default 0: never)\n"
 		"  -R         no mapped reads          -W  no mapped writes\n"
-		"  -d         O_DIRECT reads as well   -F  no POSIX_FADV_DONTNEED ops\n"
+		"  -d         O_DIRECT reads as well, and the check after every op\n"
+		"             also reads the whole file with O_DIRECT\n"
+		"  -F         no POSIX_FADV_DONTNEED ops\n"
 		"  -X N       self-test: corrupt a byte after op N; fsx must then fail\n"
 		"  -v         print every op\n"
 		"FILE is created or truncated. Exit 0: every check matched; 1: a mismatch\n"
@@ -632,6 +642,10 @@ int main(int argc, char **argv)
 		if (opnum == opt.corrupt_at)
 			do_corrupt();
 		check_file(fd, "whole-file check after the op");
+		/* Around the page cache too: what the file system itself holds
+		 * (the kernel's pages could hide what it got wrong). */
+		if (opt.odirect)
+			check_file(dfd, "whole-file O_DIRECT check after the op");
 	}
 	opnum = opt.numops;
 
