@@ -10,7 +10,7 @@ FSX=${CACHEGW_FSX:-$(dirname "$CACHEGW")/../tests/fsx/fsx}
 [ -x "$FSX" ] || { echo "SKIP: fsx not built ($FSX)" >&2; exit 77; }
 # Fixed seeds, so that a failure replays; CACHEGW_FSX_SEEDS tries others.
 read -r -a seeds <<<"${CACHEGW_FSX_SEEDS:-1 2 3}"
-ops=${CACHEGW_FSX_OPS:-1500}
+ops=${CACHEGW_FSX_OPS:-1800}
 
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
@@ -42,18 +42,20 @@ same_bytes() {
 }
 
 # One mount configuration: fsx with each seed (mapped writes included;
-# the first seed with O_DIRECT reads too), then the files checked at the
+# -d: O_DIRECT reads, and after every op the whole file read with O_DIRECT
+# as well, through the gateway rather than the kernel's pages; the last
+# seed on a 1 MiB file with ops up to 256 KiB, more cache blocks), then the files checked at the
 # origin, through a fresh mount on a new cache_dir, and after a remount on
 # the first cache_dir with the page cache dropped (its disk cache).
 config() { # NAME MOUNT_OPTS
-	local name=$1 opts=$2 cdir fresh s files=() extra
+	local name=$1 opts=$2 cdir fresh s files=() size
 	cdir=$(harness_tmpdir "cache-$name")
 	step "$name: fsx through a mount with ${opts:-default options}"
 	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir${opts:+,$opts}" || { bad "$name: mount"; return; }
 	for s in "${seeds[@]}"; do
-		extra=()
-		[ "$s" = "${seeds[0]}" ] && extra=(-d)
-		run_fsx "$name.$s" "$mnt/fsx.$name.$s" -S "$s" -N "$ops" -c 20 "${extra[@]}"
+		size=(-l 256K -o 64K)
+		[ "$s" = "${seeds[-1]}" ] && size=(-l 1M -o 256K)
+		run_fsx "$name.$s" "$mnt/fsx.$name.$s" -S "$s" -N "$ops" -c 20 -d "${size[@]}"
 		files+=("fsx.$name.$s")
 	done
 	for f in "${files[@]}"; do
