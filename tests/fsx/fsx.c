@@ -75,6 +75,7 @@ static struct {
 	bool mapread, mapwrite, odirect, fadvise, verbose;
 	unsigned close_prob;	/* 1 in N ops is a close + reopen; 0: never */
 	unsigned long corrupt_at; /* -X: corrupt after this op; 0: never */
+	unsigned long check_every; /* whole-file check after 1 in N ops; 0: end */
 } opt = {
 	.numops = 10000,
 	.maxlen = 256 << 10,
@@ -82,6 +83,7 @@ static struct {
 	.mapread = true,
 	.mapwrite = true,
 	.fadvise = true,
+	.check_every = 1,
 };
 
 static uint8_t *model;		/* the file as it must be; zero past model_size */
@@ -178,11 +180,11 @@ static void dump_log(void)
 
 static void replay_hint(void)
 {
-	fprintf(stderr, "replay: fsx -S %" PRIu64 " -N %lu -l %zu -o %zu%s%s%s%s -c %u FILE\n",
-		opt.seed, opnum, opt.maxlen, opt.maxop,
-		opt.mapread ? "" : " -R", opt.mapwrite ? "" : " -W",
-		opt.odirect ? " -d" : "", opt.fadvise ? "" : " -F",
-		opt.close_prob);
+	fprintf(stderr, "replay: fsx -S %" PRIu64 " -N %lu -l %zu -o %zu -c %u -k %lu%s%s%s%s FILE\n",
+		opt.seed, opnum, opt.maxlen, opt.maxop, opt.close_prob,
+		opt.check_every, opt.mapread ? "" : " -R",
+		opt.mapwrite ? "" : " -W", opt.odirect ? " -d" : "",
+		opt.fadvise ? "" : " -F");
 }
 
 static void __attribute__((noreturn)) fail_errno(const char *what)
@@ -532,7 +534,7 @@ static enum op_type choose_op(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: fsx [-N ops] [-l maxlen] [-o maxop] [-S seed] [-c P] [-RWdFv] [-X N] FILE\n"
+		"usage: fsx [-N ops] [-l maxlen] [-o maxop] [-S seed] [-c P] [-k N] [-RWdFv] [-X N] FILE\n"
 		"  -N ops     operations to run (default 10000)\n"
 		"  -l maxlen  largest file size in bytes (default 262144)\n"
 		"  -o maxop   largest read or write in bytes (default 65536)\n"
@@ -542,6 +544,9 @@ static void usage(void)
 		"  -d         O_DIRECT reads as well, and the check after every op\n"
 		"             also reads the whole file with O_DIRECT\n"
 		"  -F         no POSIX_FADV_DONTNEED ops\n"
+		"  -k N       check the whole file after 1 in N ops (default 1; 0: only\n"
+		"             at the end); reads always check what they read. A larger N\n"
+		"             leaves fewer of the file's pages cached between reads\n"
 		"  -X N       self-test: corrupt a byte after op N; fsx must then fail\n"
 		"  -v         print every op\n"
 		"FILE is created or truncated. Exit 0: every check matched; 1: a mismatch\n"
@@ -572,7 +577,7 @@ int main(int argc, char **argv)
 	bool seeded = false;
 	int c;
 
-	while ((c = getopt(argc, argv, "N:l:o:S:c:RWdFX:v")) != -1) {
+	while ((c = getopt(argc, argv, "N:l:o:S:c:RWdFk:X:v")) != -1) {
 		switch (c) {
 		case 'N': opt.numops = num_arg(optarg); break;
 		case 'l': opt.maxlen = num_arg(optarg); break;
@@ -583,6 +588,7 @@ int main(int argc, char **argv)
 		case 'W': opt.mapwrite = false; break;
 		case 'd': opt.odirect = true; break;
 		case 'F': opt.fadvise = false; break;
+		case 'k': opt.check_every = num_arg(optarg); break;
 		case 'X': opt.corrupt_at = num_arg(optarg); break;
 		case 'v': opt.verbose = true; break;
 		default: usage();
@@ -641,6 +647,9 @@ int main(int argc, char **argv)
 			print_ent(&oplog[(logged - 1) % LOG_SIZE]);
 		if (opnum == opt.corrupt_at)
 			do_corrupt();
+		if (!opt.check_every ||
+		    (opnum % opt.check_every && opnum != opt.corrupt_at))
+			continue;
 		check_file(fd, "whole-file check after the op");
 		/* Around the page cache too: what the file system itself holds
 		 * (the kernel's pages could hide what it got wrong). */
