@@ -76,6 +76,7 @@ static struct {
 	unsigned close_prob;	/* 1 in N ops is a close + reopen; 0: never */
 	unsigned long corrupt_at; /* -X: corrupt after this op; 0: never */
 	unsigned long check_every; /* whole-file check after 1 in N ops; 0: end */
+	const char *good;	/* -G: where to save the model on a failure */
 } opt = {
 	.numops = 10000,
 	.maxlen = 256 << 10,
@@ -185,6 +186,19 @@ static void replay_hint(void)
 		opt.check_every, opt.mapread ? "" : " -R",
 		opt.mapwrite ? "" : " -W", opt.odirect ? " -d" : "",
 		opt.fadvise ? "" : " -F");
+	/* The classic fsx's .fsxgood: the bytes the file should hold, to
+	 * compare with the file at its origin or through another mount. */
+	if (opt.good) {
+		FILE *g = fopen(opt.good, "w");
+
+		if (!g || fwrite(model, 1, model_size, g) != (size_t)model_size ||
+		    fclose(g))
+			fprintf(stderr, "fsx: cannot save the model to %s\n",
+				opt.good);
+		else
+			fprintf(stderr, "the model (0x%jx bytes) is in %s\n",
+				(intmax_t)model_size, opt.good);
+	}
 }
 
 static void __attribute__((noreturn)) fail_errno(const char *what)
@@ -534,7 +548,7 @@ static enum op_type choose_op(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: fsx [-N ops] [-l maxlen] [-o maxop] [-S seed] [-c P] [-k N] [-RWdFv] [-X N] FILE\n"
+		"usage: fsx [-N ops] [-l maxlen] [-o maxop] [-S seed] [-c P] [-k N] [-G PATH] [-RWdFv] [-X N] FILE\n"
 		"  -N ops     operations to run (default 10000)\n"
 		"  -l maxlen  largest file size in bytes (default 262144)\n"
 		"  -o maxop   largest read or write in bytes (default 65536)\n"
@@ -547,6 +561,7 @@ static void usage(void)
 		"  -k N       check the whole file after 1 in N ops (default 1; 0: only\n"
 		"             at the end); reads always check what they read. A larger N\n"
 		"             leaves fewer of the file's pages cached between reads\n"
+		"  -G PATH    on a failure, save the bytes the file should hold in PATH\n"
 		"  -X N       self-test: corrupt a byte after op N; fsx must then fail\n"
 		"  -v         print every op\n"
 		"FILE is created or truncated. Exit 0: every check matched; 1: a mismatch\n"
@@ -577,7 +592,7 @@ int main(int argc, char **argv)
 	bool seeded = false;
 	int c;
 
-	while ((c = getopt(argc, argv, "N:l:o:S:c:RWdFk:X:v")) != -1) {
+	while ((c = getopt(argc, argv, "N:l:o:S:c:RWdFk:G:X:v")) != -1) {
 		switch (c) {
 		case 'N': opt.numops = num_arg(optarg); break;
 		case 'l': opt.maxlen = num_arg(optarg); break;
@@ -588,6 +603,7 @@ int main(int argc, char **argv)
 		case 'W': opt.mapwrite = false; break;
 		case 'd': opt.odirect = true; break;
 		case 'F': opt.fadvise = false; break;
+		case 'G': opt.good = optarg; break;
 		case 'k': opt.check_every = num_arg(optarg); break;
 		case 'X': opt.corrupt_at = num_arg(optarg); break;
 		case 'v': opt.verbose = true; break;
