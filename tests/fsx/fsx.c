@@ -554,9 +554,10 @@ static void usage(void)
 		"  -o maxop   largest read or write in bytes (default 65536)\n"
 		"  -S seed    seed of the operation sequence (default: from the clock)\n"
 		"  -c P       close and reopen the file on 1 in P ops (default 0: never)\n"
-		"  -R         no mapped reads          -W  no mapped writes\n"
-		"  -d         O_DIRECT reads as well, and the check after every op\n"
-		"             also reads the whole file with O_DIRECT\n"
+		"  -R         no mapped reads\n"
+		"  -W         no mapped writes\n"
+		"  -d         O_DIRECT reads as well, and the whole-file checks also\n"
+		"             read the file with O_DIRECT (around the page cache)\n"
 		"  -F         no POSIX_FADV_DONTNEED ops\n"
 		"  -k N       check the whole file after 1 in N ops (default 1; 0: only\n"
 		"             at the end); reads always check what they read. A larger N\n"
@@ -564,7 +565,7 @@ static void usage(void)
 		"  -G PATH    on a failure, save the bytes the file should hold in PATH\n"
 		"  -X N       self-test: corrupt a byte after op N; fsx must then fail\n"
 		"  -v         print every op\n"
-		"FILE is created or truncated. Exit 0: every check matched; 1: a mismatch\n"
+		"Sizes take K and M suffixes. FILE is created or truncated. Exit 0: every check matched; 1: a mismatch\n"
 		"or a failed call (the op log and a replay line are printed); 2: usage.\n");
 	exit(2);
 }
