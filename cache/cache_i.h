@@ -12,6 +12,7 @@
  *   t->lock      (nodes.c, an rwlock) the node-id table; unrelated to
  *                the others, taken under none of them
  *
+ *   o->write_lock -> o->lock (cache_write: the caller's own writes)
  *   o->lock -> c->lock       (put, accounting, a fill taking a reference)
  *   o->lock -> c->cull_lock  (an I/O error wakes the culler)
  *
@@ -210,6 +211,13 @@ struct cache_obj {
 					 * unmarked: a reader that raced with
 					 * it does not report corruption */
 	struct cache_req *inflight;	/* fills of this object in flight */
+	/* Serializes cache_write: each one reads its partial edge blocks,
+	 * merges its bytes in and plans its fill before the next reads
+	 * them. Two merged from the same old copy, the later fill would
+	 * mark the block without the earlier write's bytes (fsx, mapped
+	 * writes: the kernel writes pages of one block back in parallel).
+	 * Taken before lock. */
+	pthread_mutex_t write_lock;
 };
 
 int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,

@@ -504,13 +504,18 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 		return -ENOMEM;
 	memcpy(tmp + (off - start), buf, len);
 	/* 2. Partial edges: merge with what is cached, else leave them out
-	 *    (dropped: the cached copy no longer matches the origin). */
+	 *    (dropped: the cached copy no longer matches the origin). From
+	 *    here until the fill is planned, no other own write may read
+	 *    these blocks (o->write_lock). */
 	head = off != start;
 	tail = off + len != end;
+	pthread_mutex_lock(&o->write_lock);
 	if (first == last && (head || tail)) {
 		if (!merge_edge(o, first, end - start, tmp, buf, off, len)) {
+			ret = cache_drop_range(o, start, 1);
+			pthread_mutex_unlock(&o->write_lock);
 			free(tmp);
-			return cache_drop_range(o, start, 1);
+			return ret;
 		}
 	} else {
 		if (head && !merge_edge(o, first, bs, tmp, buf, off, len)) {
@@ -529,6 +534,7 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 		ret = cache_fill(o, tmp + (start - first * bs), end - start, start);
 	if (ret)
 		cache_drop_range(o, start, end - start);
+	pthread_mutex_unlock(&o->write_lock);
 	free(tmp);
 	return ret;
 }

@@ -112,6 +112,7 @@ struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash)
 	snprintf(o->name, sizeof(o->name), "%016" PRIx64, hash);
 	o->data_fd = o->meta_fd = -1;
 	pthread_mutex_init(&o->lock, NULL);
+	pthread_mutex_init(&o->write_lock, NULL);
 	b = hash & (c->hsize - 1);
 	o->hnext = c->htab[b];
 	c->htab[b] = o;
@@ -167,6 +168,7 @@ void cache_obj_free(struct cache_obj *o)
 	obj_close_locked(o);
 	pthread_mutex_unlock(&o->lock);
 	pthread_mutex_destroy(&o->lock);
+	pthread_mutex_destroy(&o->write_lock);
 	free(o);
 }
 
@@ -564,6 +566,7 @@ void cache_obj_put(struct cache_obj *o)
 	pthread_mutex_unlock(&o->lock);
 	if (removed) {
 		pthread_mutex_destroy(&o->lock);
+		pthread_mutex_destroy(&o->write_lock);
 		free(o);
 	}
 }
