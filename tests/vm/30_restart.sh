@@ -147,12 +147,23 @@ for cmd in commands():
     print("done %d (%.1f s)" % (len(bad), time.time() - t0), flush=True)
 PY
 
-# wait_for FILE PATTERN SECS: until a line of FILE matches (grep -E).
+# Polling without a process per poll (a process costs about a second under
+# TCG): nap SECS reads with a timeout from a FIFO that nobody writes.
+mkfifo "$HARNESS_TMP/nap"
+exec {NAP_FD}<>"$HARNESS_TMP/nap"
+nap() { read -r -t "$1" -u "$NAP_FD" _; }
+# lines_matching FILE REGEX: how many lines of FILE match (bash regex).
+lines_matching() {
+	local l n=0
+	while IFS= read -r l; do [[ $l =~ $2 ]] && n=$((n + 1)); done <"$1"
+	echo "$n"
+}
+# wait_for FILE REGEX SECS [N]: until N (1) lines of FILE match.
 wait_for() {
 	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
+	for ((i = 0; i < $3 * 2; i++)); do
+		[ "$(lines_matching "$1" "$2")" -ge "${4:-1}" ] && return 0
+		nap 0.5
 	done
 	return 1
 }
@@ -199,12 +210,8 @@ shell_check() {
 }
 # agent_check V N: the agent's N-th answer (to the N-th "check") is clean.
 agent_check() {
-	local out=$HARNESS_TMP/agent$1.out i
-	for ((i = 0; i < 1000; i++)); do
-		[ "$(grep -c '^done' "$out")" -ge "$2" ] && break
-		sleep 0.2
-	done
-	[ "$(grep -c '^done' "$out")" -ge "$2" ] || { bad "v$1 agent: no answer to check $2: $(tail -n 5 "$out")"; return; }
+	local out=$HARNESS_TMP/agent$1.out
+	wait_for "$out" '^done' 200 "$2" || { bad "v$1 agent: no answer to check $2: $(tail -n 5 "$out")"; return; }
 	info "v$1 agent, check $2: $(grep '^done' "$out" | sed -n "${2}p")"
 	grep '^done' "$out" | sed -n "${2}p" | grep -q '^done 0 ' ||
 		bad "v$1 agent (check $2): $(grep '^BAD' "$out" | tail -n 6 | tr '\n' '|')"
