@@ -208,7 +208,7 @@ info "round 2: $((hit2 - hit1)) bytes from the disk cache, $((origin2 - origin1)
 
 # The bound: the gateway keeps no state per NFS client (knfsd is its only
 # FUSE client), so its peak RSS under 48 readers on 16 mounts may grow by
-# what it can hold at once: the data set itself (about 6 MiB), the data
+# what it can hold at once: the data set itself (7.3 MiB), the data
 # buffers of the reads in flight (8 nfsd threads, 1 MiB each, plus the
 # kernel's FUSE readahead), ASan's 16 MiB quarantine, allocator slack.
 # 64 MiB covers all of it; a gateway that buffered per client (16 x the
