@@ -227,3 +227,8 @@ vm_hang_report() {
 			grep -E '^(Thread|#)' | sed 's/^/    /' >&2
 	fi
 }
+
+# vm_proc_kb PID FIELD: a kB field of /proc/PID/status (VmHWM, VmRSS, ...).
+vm_proc_kb() {
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null
+}
