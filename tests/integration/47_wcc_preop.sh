@@ -51,19 +51,7 @@ o2=$(gw_metric "$cdir" origin_read_bytes_total)
 # 2. Open read-write and read (kernel pages and disk cache hold the file),
 #    change [1 MiB, +64 KiB) in the origin's directory, write
 #    [3 MiB, +64 KiB) through the open file, close.
-timeout 60 python3 - "$mnt/foreign.bin" "$data/foreign.bin" <<-'PY' || bad "the open/read/change/write sequence failed"
-	import os, sys
-	gw, origin = sys.argv[1], sys.argv[2]
-	f = open(gw, "r+b", buffering=0)
-	f.read()
-	with open(origin, "r+b") as o:
-	    o.seek(1 << 20)
-	    o.write(os.urandom(65536))
-	f.seek(3 << 20)
-	f.write(os.urandom(65536))
-	os.fsync(f.fileno())
-	f.close()
-	PY
+timeout 60 python3 "$(dirname "$0")/../lib/foreign_write.py" "$mnt/foreign.bin" "$data/foreign.bin" || bad "the open/read/change/write sequence failed"
 w=$(gw_metric "$cdir" write_wcc_foreign_total)
 [ "${w:-0}" -ge 1 ] || bad "the WRITE's pre-op attributes did not show the change at the origin: write_wcc_foreign_total '$w'"
 [ "$(sum "$mnt/foreign.bin")" = "$(sum "$data/foreign.bin")" ] ||

@@ -112,19 +112,7 @@ mnt2=$(harness_tmpdir mnt-wcc)
 cdir2=$(harness_tmpdir cache-wcc)
 mount_gateway "nfs://$KNFSD_ORIGIN_ADDR$data?nfsport=2050&mountport=$KNFSD_ORIGIN_MNT_PORT" \
 	"$mnt2" "cache_dir=$cdir2" || exit 1
-timeout 120 python3 - "$mnt2/wcc.bin" "$data/wcc.bin" <<-'PY' || bad "wcc.bin: the open/read/change/write sequence failed"
-	import os, sys
-	gw, origin = sys.argv[1], sys.argv[2]
-	f = open(gw, "r+b", buffering=0)
-	f.read()
-	with open(origin, "r+b") as o:
-	    o.seek(1 << 20)
-	    o.write(os.urandom(65536))
-	f.seek(3 << 20)
-	f.write(os.urandom(65536))
-	os.fsync(f.fileno())
-	f.close()
-	PY
+timeout 120 python3 "$(dirname "$0")/../lib/foreign_write.py" "$mnt2/wcc.bin" "$data/wcc.bin" || bad "wcc.bin: the open/read/change/write sequence failed"
 w=$(gw_metric "$cdir2" write_wcc_foreign_total)
 [ "${w:-0}" -ge 1 ] || bad "the WRITE's pre-op attributes did not show the change at the origin: write_wcc_foreign_total '$w'"
 [ "$(sum "$mnt2/wcc.bin")" = "$(sum "$data/wcc.bin")" ] ||
