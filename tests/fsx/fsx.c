@@ -309,22 +309,32 @@ static void model_resize(off_t size)
 	model_size = size;
 }
 
+/* pread [off, off+len) from f (fd, or dfd: O_DIRECT) and compare with the
+ * model: exactly what it holds there (short only at its end), byte for
+ * byte. what names the call in an errno failure. */
+static void check_pread(int f, const char *what, off_t off, size_t len)
+{
+	size_t want = off >= model_size ? 0 :
+		      (size_t)(model_size - off) < len ? model_size - off : len;
+	ssize_t r = pread(f, buf, len, off);
+
+	if (r < 0)
+		fail_errno(what);
+	if ((size_t)r != want)
+		fail_msg(f == dfd ? "short O_DIRECT read: 0x%jx bytes, want 0x%jx"
+				  : "short read: 0x%jx bytes, want 0x%jx",
+			 r, want);
+	if (memcmp(buf, model + off, r))
+		fail_bytes(f == dfd ? "O_DIRECT read" : "read", off, buf, r);
+}
+
 static void do_read(void)
 {
 	off_t off = pick(model_size + opt.maxop / 4);
 	size_t len = 1 + rnd(opt.maxop);
-	size_t want = off >= model_size ? 0 :
-		      (size_t)(model_size - off) < len ? model_size - off : len;
-	ssize_t r;
 
 	log_op(OP_READ, off, len);
-	r = pread(fd, buf, len, off);
-	if (r < 0)
-		fail_errno("pread");
-	if ((size_t)r != want)
-		fail_msg("short read: 0x%jx bytes, want 0x%jx", r, want);
-	if (memcmp(buf, model + off, r))
-		fail_bytes("read", off, buf, r);
+	check_pread(fd, "pread", off, len);
 }
 
 /* O_DIRECT needs aligned offsets, lengths and buffers. */
@@ -332,18 +342,9 @@ static void do_dread(void)
 {
 	off_t off = pick(model_size + opt.maxop / 4) & ~(off_t)(DIO_ALIGN - 1);
 	size_t len = (1 + rnd(opt.maxop) + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
-	size_t want = off >= model_size ? 0 :
-		      (size_t)(model_size - off) < len ? model_size - off : len;
-	ssize_t r;
 
 	log_op(OP_DREAD, off, len);
-	r = pread(dfd, buf, len, off);
-	if (r < 0)
-		fail_errno("pread (O_DIRECT)");
-	if ((size_t)r != want)
-		fail_msg("short O_DIRECT read: 0x%jx bytes, want 0x%jx", r, want);
-	if (memcmp(buf, model + off, r))
-		fail_bytes("O_DIRECT read", off, buf, r);
+	check_pread(dfd, "pread (O_DIRECT)", off, len);
 }
 
 static void gen_data(off_t off, size_t len)
