@@ -51,9 +51,7 @@ mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 step "knfsd exports the gateway mount; $MOUNTS client mounts"
 # As the README says: no delegations through a re-export.
 echo 0 >/proc/sys/fs/leases-enable
-knfsd_start || exit 1
-knfsd_export "$mnt" 7321 no_root_squash || exit 1
-knfsd_v4root "$mnt" 7322 || exit 1
+knfsd_reexport "$mnt" 7321 || exit 1
 # All at once, and without mount.nfs (-i: the kernel makes the MOUNT call
 # itself): a process costs about a second under TCG.
 clients=() mpids=()

@@ -26,9 +26,7 @@ cdir=$(harness_tmpdir cache)
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 
 step "knfsd exports the gateway mount"
-knfsd_start || exit 1
-knfsd_export "$mnt" 7411 no_root_squash || exit 1
-knfsd_v4root "$mnt" 7412 || exit 1
+knfsd_reexport "$mnt" 7411 || exit 1
 c3=$(harness_tmpdir client-v3)
 c4=$(harness_tmpdir client-v42)
 nfs_mount "127.0.0.1:$mnt" "$c3" vers=3,nolock || exit 1

@@ -15,6 +15,10 @@
 #                                    (exported with fsid=FSID: a FUSE mount
 #                                    needs its own); NFSv4 clients mount
 #                                    127.0.0.1:/export
+#   knfsd_reexport DIR FSID          the three above, as the README tells users:
+#                                    DIR (a gateway mount) exported with fsid=FSID
+#                                    for NFSv3 and under the pseudo-root with
+#                                    FSID+1 for NFSv4
 #   nfs_mount SPEC MNT OPTS          kernel NFS client mount (unmounted at exit)
 #   vm_cleanup                       the EXIT trap: client mounts, exports,
 #                                    knfsd, then the harness's own cleanup
@@ -69,6 +73,12 @@ knfsd_v4root() { # DIR FSID
 	_VM_BINDS+=("$root/export")
 	exportfs -o rw,no_subtree_check,fsid=0,crossmnt,sync "127.0.0.1:$root" || return 1
 	knfsd_export "$root/export" "$2" no_root_squash
+}
+
+knfsd_reexport() { # DIR FSID
+	knfsd_start || return 1
+	knfsd_export "$1" "$2" no_root_squash || return 1
+	knfsd_v4root "$1" $(($2 + 1))
 }
 
 nfs_mount() { # SPEC MNT OPTS
