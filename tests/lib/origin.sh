@@ -383,12 +383,7 @@ origin_start() {
 		FSAL { Name = VFS; }
 	}
 	EOF
-	ganesha.nfsd -F -f "$conf" -L "$log" -p "$state/ganesha.pid" -N NIV_EVENT \
-		>"$state/stdout" 2>&1 </dev/null &
-	pid=$!
 	_HARNESS_ORIGINS+=("$name")
-	_harness_record pid "$pid"
-	printf -v "${up}_PID" '%s' "$pid"
 	printf -v "${up}_DIR" '%s' "$dir"
 	printf -v "${up}_LOG" '%s' "$log"
 	printf -v "${up}_STATE" '%s' "$state"
@@ -397,17 +392,36 @@ origin_start() {
 	url=$(origin_url "$name")
 	printf -v "${up}_URL" '%s' "$url"
 	export "${up}_URL" "${up}_DIR"
-	for ((i = 0; i < 200; i++)); do
-		if ! pid_alive "$pid"; then
-			hlog "ganesha ($name) exited during start-up; log:"
-			tail -n 20 "$log" "$state/stdout" >&2 2>/dev/null
-			return 1
+	# Two ganeshas starting at once on one machine (test runs side by side)
+	# race at rpcbind: the loser logs "Cannot register NFS V3 on TCP" and
+	# exits. Start it again then, a few times.
+	local attempt
+	for attempt in 1 2 3 4 5; do
+		ganesha.nfsd -F -f "$conf" -L "$log" -p "$state/ganesha.pid" -N NIV_EVENT \
+			>"$state/stdout" 2>&1 </dev/null &
+		pid=$!
+		_harness_record pid "$pid"
+		printf -v "${up}_PID" '%s' "$pid"
+		for ((i = 0; i < 200; i++)); do
+			if ! pid_alive "$pid"; then
+				break
+			fi
+			if _port_listening "$nport" && _port_listening "$mport" &&
+				timeout 10 nfs-ls "$url" >/dev/null 2>&1; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		pid_alive "$pid" && break
+		if [ "$attempt" -lt 5 ] && grep -q 'Cannot register' "$log" 2>/dev/null; then
+			hlog "ganesha ($name) lost a race at rpcbind (attempt $attempt); starting it again"
+			mv -f "$log" "$log.$attempt"
+			sleep "0.$((RANDOM % 9 + 1))"
+			continue
 		fi
-		if _port_listening "$nport" && _port_listening "$mport" &&
-			timeout 10 nfs-ls "$url" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.1
+		hlog "ganesha ($name) exited during start-up; log:"
+		tail -n 20 "$log" "$state/stdout" >&2 2>/dev/null
+		return 1
 	done
 	hlog "ganesha ($name) did not answer on $url within 20 s; log:"
 	tail -n 20 "$log" >&2
