@@ -13,6 +13,8 @@ FSX=${CACHEGW_FSX:-$_HARNESS_ROOT/build/tests/fsx/fsx}
 # idle host, 167 s at 1000 with its two cores busy).
 read -r -a seeds <<<"${CACHEGW_FSX_SEEDS:-1 2}"
 ops=${CACHEGW_FSX_OPS:-1000}
+# Generous: with the host loaded (other jobs beside CI) 1000 ops took 306 s.
+fsx_tmo=${CACHEGW_FSX_TIMEOUT:-600}
 
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
@@ -44,14 +46,20 @@ for c in "$c3" "$c4"; do
 	i=$((i + 1))
 	f=fsx.$v.$s
 	step "$v: fsx -S $s -N $ops -c 20 -d"
-	timeout 300 "$FSX" -S "$s" -N "$ops" -c 20 -d "$c/$f" >"$work/$f.out" 2>&1 &
+	timeout "$fsx_tmo" "$FSX" -S "$s" -N "$ops" -c 20 -d "$c/$f" >"$work/$f.out" 2>&1 &
 	pids+=($!)
 	files+=("$f")
 	outs+=("$v: fsx -S $s -N $ops -c 20 -d")
 done
 for ((i = 0; i < ${#pids[@]}; i++)); do
-	if ! wait "${pids[i]}"; then
+	wait "${pids[i]}"
+	rc=$?
+	if [ $rc -eq 124 ]; then
+		bad "${outs[i]} did not finish within $fsx_tmo s (killed; no wrong byte seen before):"
+	elif [ $rc -ne 0 ]; then
 		bad "${outs[i]} failed:"
+	fi
+	if [ $rc -ne 0 ]; then
 		head -n 80 "$work/${files[i]}.out" >&2
 	fi
 	echo "  $(tail -n 1 "$work/${files[i]}.out")" >&2

@@ -4,7 +4,7 @@
 # "VMTEST PASS|FAIL|SKIP NAME (N s)", the log's tail after a failure.
 # Exit status: 0 if none failed.
 cd "$(dirname "$0")/../.." || exit 2
-timeout_s=${CACHEGW_VM_TEST_TIMEOUT:-600}
+timeout_s=${CACHEGW_VM_TEST_TIMEOUT:-900}
 failed=0
 if [ $# -gt 0 ]; then
 	tests=("$@")
