@@ -68,7 +68,8 @@ fstab_restore() {
 }
 pkg_purge() {
 	[ -n "$INSTALLED" ] || return 0
-	timeout 120 apt-get -o DPkg::Lock::Timeout=60 purge -y -q "${PKGS[@]}" \
+	timeout 120 apt-get -o DPkg::Lock::Timeout=60 -o Dpkg::Options::=--force-unsafe-io \
+		purge -y -q "${PKGS[@]}" \
 		</dev/null >>"$tmp/purge.log" 2>&1 ||
 		timeout 60 dpkg --purge "${PKGS[@]}" >>"$tmp/purge.log" 2>&1
 	INSTALLED=
@@ -102,7 +103,8 @@ step "meson install --destdir from $gwbuild"
 dest=$tmp/destdir
 timeout 300 meson install -C "$gwbuild" --destdir "$dest" --quiet >"$tmp/meson-install.log" 2>&1 ||
 	{ bad "meson install --destdir failed"; tail -n 20 "$tmp/meson-install.log" >&2; }
-opt() { meson introspect --buildoptions "$gwbuild" | jq -r --arg n "$1" '.[] | select(.name == $n) | .value'; }
+meson introspect --buildoptions "$gwbuild" >"$tmp/buildoptions.json" || bad "meson introspect failed"
+opt() { jq -r --arg n "$1" '.[] | select(.name == $n) | .value' "$tmp/buildoptions.json"; }
 abs() { case $2 in /*) echo "$2" ;; *) echo "$1/$2" ;; esac; }
 prefix=$(opt prefix)
 bindir=$(abs "$prefix" "$(opt bindir)")
@@ -138,7 +140,7 @@ for page in man8/cachegw.8 man8/cachegw-inspect.8 man1/cachegw-bench.1; do
 	for s in NAME SYNOPSIS DESCRIPTION OPTIONS FILES 'EXIT STATUS' EXAMPLES 'SEE ALSO'; do
 		grep -q "^\.SH \"\{0,1\}$s\"\{0,1\}\$" "$f" || bad "$page has no $s section"
 	done
-	MANWIDTH=200 man -l "$f" 2>/dev/null | col -b >"$tmp/${page#*/}.txt"
+	MANWIDTH=200 man -l "$f" 2>/dev/null | col -bx >"$tmp/${page#*/}.txt"
 done
 txt=$tmp/cachegw.8.txt
 grep -q '^SIGNALS' "$txt" || bad "cachegw.8 has no SIGNALS section"
@@ -202,7 +204,10 @@ glog=$tmp/gateway.log
 
 step "apt-get install ${debs[*]##*/}"
 INSTALLED=1	# from here on, the trap purges
-timeout 180 apt-get -o DPkg::Lock::Timeout=60 install -y -q --no-install-recommends "${debs[@]}" \
+# --force-unsafe-io: no fsync per unpacked file (a test install; the
+# machine's disk is shared).
+timeout 180 apt-get -o DPkg::Lock::Timeout=60 -o Dpkg::Options::=--force-unsafe-io \
+	install -y -q --no-install-recommends "${debs[@]}" \
 	</dev/null >"$tmp/install.log" 2>&1 ||
 	{ bad "apt-get install of the packages failed"; tail -n 20 "$tmp/install.log" >&2; exit 1; }
 for p in "${PKGS[@]}"; do
@@ -261,17 +266,21 @@ for p in $gw; do
 	[ "$(readlink "/proc/$p/exe")" = /usr/bin/cachegw ] || bad "the gateway runs $(readlink "/proc/$p/exe")"
 done
 
-# The origin's bytes through the mount, twice (cold, then from the cache).
-for pass in cold warm; do
-	diff -r "$data" "$MNT" >"$tmp/diff.$pass" 2>&1 || { bad "$pass: the mount differs from the origin"; head "$tmp/diff.$pass" >&2; }
+# The origin's bytes through the mount.
+diff -r "$data" "$MNT" >"$tmp/diff" 2>&1 || { bad "the mount differs from the origin"; head "$tmp/diff" >&2; }
+# The packaged inspect asks the packaged gateway: what was read came from
+# the origin and went into the cache (fills finish after the reads: wait).
+total=$(find "$data" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+for _ in $(seq 50); do
+	timeout 30 /usr/bin/cachegw-inspect stats --cache-dir "$cdir" >"$tmp/stats" 2>&1 ||
+		{ bad "cachegw-inspect stats failed: $(cat "$tmp/stats")"; break; }
+	ord=$(awk '$1 == "origin_read_bytes_total" { print $2 }' "$tmp/stats")
+	fill=$(awk '$1 == "cache_fill_bytes_total" { print $2 }' "$tmp/stats")
+	[ "${fill:-0}" -ge "$total" ] && break
+	sleep 0.2
 done
-# The packaged inspect asks the packaged gateway.
-timeout 30 /usr/bin/cachegw-inspect stats --cache-dir "$cdir" >"$tmp/stats" 2>&1 || bad "cachegw-inspect stats failed: $(cat "$tmp/stats")"
-total=$(du -sb --apparent-size "$data/big.bin" "$data/dir" | awk '{ s += $1 } END { print s }')
-ord=$(awk '$1 == "origin_read_bytes_total" { print $2 }' "$tmp/stats")
-hit=$(awk '$1 == "cache_hit_bytes_total" { print $2 }' "$tmp/stats")
-[ "${ord:-0}" -ge $((6 * 1048576)) ] || bad "origin_read_bytes_total is '${ord:-}' after reading $total bytes"
-[ "${hit:-0}" -gt 0 ] || bad "cache_hit_bytes_total is '${hit:-}' after reading the tree twice"
+[ "${ord:-0}" -ge "$total" ] || bad "origin_read_bytes_total is '${ord:-}' after reading $total bytes"
+[ "${fill:-0}" -ge "$total" ] || bad "cache_fill_bytes_total is '${fill:-}' after reading $total bytes"
 
 # The packaged bench finds its parts (gateway, inspect, nfsread, harness)
 # where the package put them, not in this tree.
