@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# tools/lib/deps.sh — Debian 12 packages cachegw needs to build, test and
-# demo; installs the missing ones with apt-get (as root).  Sourced by
-# tools/test and tools/demo.
+# tools/lib/deps.sh — Debian 12 packages cachegw needs to build, test,
+# package (debian/: dpkg-buildpackage, debhelper) and demo; installs the
+# missing ones with apt-get (as root).  Sourced by tools/test and tools/demo.
 
 CACHEGW_DEPS=(
 	build-essential pkg-config meson ninja-build
@@ -9,6 +9,7 @@ CACHEGW_DEPS=(
 	nfs-ganesha nfs-ganesha-vfs rpcbind
 	fio e2fsprogs util-linux gnuplot-nox libclang-rt-14-dev
 	curl prometheus
+	debhelper dpkg-dev man-db jq
 )
 
 # Print the packages of "$@" (default: CACHEGW_DEPS) that are not installed.
