@@ -213,11 +213,9 @@ static void stop_session_locked(void)
 /* The exit path did not finish in time, or was told not to wait. */
 static void give_up(const char *why)
 {
-	size_t open = gw_handles_count();
-
-	gw_log("stop: %s: exiting now, status 1; %zu open files and "
-	       "directories not released, written data the origin has not "
-	       "committed may be lost", why, open);
+	gw_log("stop: %s: exiting now, status 1; written data the origin "
+	       "has not committed may be lost (%zu more files and directories "
+	       "not released)", why, gw_handles_count());
 	if (!dr.detached && mount_is_ours())
 		umount2(dr.gw->o->mountpoint_real, MNT_DETACH | UMOUNT_NOFOLLOW);
 	fflush(stderr);
@@ -431,25 +429,19 @@ bool gw_drain_loop_ended(struct gw *gw)
 	if (detached) {
 		/* Stopped with files open: end the connection now, so their
 		 * users get ENOTCONN rather than wait on requests no one reads
-		 * any more; libfuse closes the /dev/null left in its place. */
-		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		 * any more. In its place, a pipe with no reader: it polls
+		 * POLLERR, as an ended connection does, which tells
+		 * fuse_session_unmount not to unmount the path (it may be
+		 * someone else's mount by now), only to close it. */
+		int p[2];
 
-		if (fd >= 0) {
-			dup2(fd, fuse_session_fd(gw->se));
-			close(fd);
+		if (pipe2(p, O_CLOEXEC) == 0) {
+			close(p[0]);
+			dup2(p[1], fuse_session_fd(gw->se));
+			close(p[1]);
 		}
 	}
 	return detached;
-}
-
-bool gw_drain_detached(void)
-{
-	bool d;
-
-	pthread_mutex_lock(&dr.lock);
-	d = dr.detached;
-	pthread_mutex_unlock(&dr.lock);
-	return d;
 }
 
 void gw_drain_stop(void)

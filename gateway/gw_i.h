@@ -139,11 +139,9 @@ int gw_drain_block_signals(void);	/* before the first thread starts */
 int gw_drain_start(struct gw *gw);	/* mounted: start the signal thread */
 int gw_drain_loop_begin(void);		/* on the loop's thread, before it */
 /* The session loop returned: the commits at exit are timed from now.
- * True if the gateway detached the mount itself (then the connection is
- * ended here, and fuse_session_unmount must not be called: the path may
- * be someone else's mount by now). */
+ * True if the gateway detached the mount itself; then the connection is
+ * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
-bool gw_drain_detached(void);
 void gw_drain_stop(void);		/* the exit path is done */
 
 /* ---- inode.c ---- */

@@ -343,9 +343,7 @@ static int run(struct gw_opts *o)
 	if (__atomic_load_n(&gw.exit_commit_errors, __ATOMIC_RELAXED))
 		ret = EXIT_FAILURE;
 out_unmount:
-	/* Detached by us: the path may be another mount by now. */
-	if (!gw_drain_detached())
-		fuse_session_unmount(gw.se);
+	fuse_session_unmount(gw.se);
 out_session:
 	fuse_session_destroy(gw.se);
 out_itable:

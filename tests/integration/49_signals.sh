@@ -55,6 +55,7 @@ gateway_exit() {
 	pid_wait_exit "$GW_PID" "$1" || return 1
 	wait "$GW_PID" 2>/dev/null
 	GW_STATUS=$?
+	[ "$GW_STATUS" = 0 ] || { hlog "gateway exit status $GW_STATUS; log tail:"; tail -n 8 "$GW_LOG" "${log:-/dev/null}" >&2 2>/dev/null; }
 	return 0
 }
 same() { cmp -s "$1" "$2"; }
