@@ -22,6 +22,10 @@
  *                       that, or at a third signal, the gateway logs what
  *                       it gives up and exits 1.
  *
+ * Before the mount, TERM and INT do what they do by default (a start-up
+ * hung on an unreachable origin is interrupted, nothing is to be saved);
+ * between the mount and the session loop they are kept until it starts.
+ *
  * The session loop's main thread sleeps in sem_wait; step 2 wakes it with
  * SIGUSR2 (a handler that does nothing, only that thread gets it) after
  * fuse_session_exit(), again every 100 ms until the loop has returned.
@@ -45,6 +49,8 @@
 #define KICK_NS (100 * 1000000L)
 
 enum drain_phase {
+	DRAIN_STARTING,		/* start-up: TERM/INT kill (before the mount)
+				 * or wait for DRAIN_SERVING (after it) */
 	DRAIN_SERVING,		/* mounted, serving */
 	DRAIN_DETACHED,		/* detached by a signal; open files served */
 	DRAIN_STOPPING,		/* session asked to stop; loop not yet back */
@@ -64,6 +70,8 @@ static struct {
 	struct timespec deadline;	/* lock: DETACHED, COMMITTING */
 	bool detached;			/* lock: we took the mount away */
 	int signals;			/* lock: TERM/INT received */
+	bool mounted;			/* lock: STARTING, mount made */
+	int pending;			/* lock: STARTING, signal kept */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake_noop(int sig)
@@ -93,8 +101,13 @@ int gw_drain_block_signals(void)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPIPE, &sa, NULL) < 0)
 		return -errno;
+	/* A handler (never run: the signals are blocked everywhere) so that
+	 * HUP and TERM are taken even when inherited ignored (nohup);
+	 * an ignored INT (a script's background job) stays ignored. */
 	sa.sa_handler = wake_noop;
-	if (sigaction(WAKE_SIGNAL, &sa, NULL) < 0)
+	if (sigaction(WAKE_SIGNAL, &sa, NULL) < 0 ||
+	    sigaction(SIGHUP, &sa, NULL) < 0 ||
+	    sigaction(SIGTERM, &sa, NULL) < 0)
 		return -errno;
 	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
@@ -229,16 +242,43 @@ static void on_term_locked(int sig)
 	int ret;
 
 	GW_ASSERT_HELD(&dr.lock);
+	if (dr.phase == DRAIN_STARTING && !dr.mounted) {
+		/* Nothing to detach or commit yet (the origin may be what
+		 * start-up waits for): the signal's own default, as before
+		 * any handler. */
+		sigset_t one;
+
+		signal(sig, SIG_DFL);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+	}
+	if (dr.phase == DRAIN_STARTING) {
+		dr.pending = sig;	/* handled once serving */
+		return;
+	}
 	dr.signals++;
 	switch (dr.phase) {
+	case DRAIN_STARTING:
+	case DRAIN_DONE:
+		return;
 	case DRAIN_SERVING:
 		open = gw_handles_count();
 		ret = detach_mount();
 		if (ret == -ENOENT) {
-			/* someone unmounted it, the loop is about to end */
-			gw_log("%s: %s is no longer mounted; stopping",
-			       signame(sig), dr.gw->o->mountpoint_real);
-			stop_session_locked();
+			/* Unmounted already (umount -l, or its last close is
+			 * ending the session): the same wait for open files,
+			 * and the path is left alone, it is not ours. */
+			dr.detached = true;
+			dr.phase = DRAIN_DETACHED;
+			deadline_in(&dr.deadline, t);
+			gw_log("%s: %s is unmounted already; %zu open files "
+			       "and directories are served until closed (at "
+			       "most %u s, drain_timeout=); a second %s stops "
+			       "them now", signame(sig),
+			       dr.gw->o->mountpoint_real, open, t,
+			       signame(sig));
 			return;
 		}
 		if (ret) {
@@ -279,15 +319,13 @@ static void on_term_locked(int sig)
 		       "most %u s, drain_timeout=); send it again to exit "
 		       "without waiting", signame(sig), t);
 		return;
-	case DRAIN_DONE:
-		return;
 	}
 }
 
 static void on_hup(void)
 {
-	const char *path = gw_log_path();
-	int ret = gw_log_reopen();
+	char path[PATH_MAX];
+	int ret = gw_log_reopen(path, sizeof(path));
 
 	if (ret == -ENOENT)
 		gw_log("SIGHUP: no logfile= to reopen; ignored");
@@ -380,19 +418,10 @@ static void *drain_thread(void *arg)
 
 int gw_drain_start(struct gw *gw)
 {
-	bool ours = false;
 	int ret;
 
 	dr.gw = gw;
-	dr.main_thread = pthread_self();
-	dr.phase = DRAIN_SERVING;
-	if (!mount_at(gw->o->mountpoint_real, &dr.dev_major, &dr.dev_minor,
-		      &ours) && ours)
-		dr.have_dev = true;
-	else
-		gw_log("cannot find the mount of %s in /proc/self/mountinfo: "
-		       "SIGTERM will stop without detaching it first",
-		       gw->o->mountpoint_real);
+	dr.phase = DRAIN_STARTING;
 	ret = pthread_create(&dr.thread, NULL, drain_thread, NULL);
 	if (ret)
 		return -ret;
@@ -400,11 +429,34 @@ int gw_drain_start(struct gw *gw)
 	return 0;
 }
 
-/* Only the loop's thread takes the wake-up signal. */
-int gw_drain_loop_begin(void)
+void gw_drain_mounted(void)
+{
+	pthread_mutex_lock(&dr.lock);
+	dr.mounted = true;
+	pthread_mutex_unlock(&dr.lock);
+}
+
+int gw_drain_serving(void)
 {
 	sigset_t wake;
+	bool ours = false;
 
+	if (!dr.started)
+		return -ESRCH;
+	pthread_mutex_lock(&dr.lock);
+	dr.main_thread = pthread_self();
+	if (!mount_at(dr.gw->o->mountpoint_real, &dr.dev_major,
+		      &dr.dev_minor, &ours) && ours)
+		dr.have_dev = true;
+	else
+		gw_log("cannot find the mount of %s in /proc/self/mountinfo: "
+		       "SIGTERM will stop without detaching it first",
+		       dr.gw->o->mountpoint_real);
+	dr.phase = DRAIN_SERVING;
+	if (dr.pending)
+		on_term_locked(dr.pending);
+	pthread_mutex_unlock(&dr.lock);
+	/* Only the loop's thread takes the wake-up signal. */
 	sigemptyset(&wake);
 	sigaddset(&wake, WAKE_SIGNAL);
 	return -pthread_sigmask(SIG_UNBLOCK, &wake, NULL);

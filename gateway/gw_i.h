@@ -126,18 +126,19 @@ void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int gw_log_detach(const char *logfile);
 /* stderr to logfile (appending; kept for gw_log_reopen). 0 or -errno. */
 int gw_log_to_file(const char *logfile);
-/* Open logfile= again (after logrotate renamed it): 0, -ENOENT when no
- * logfile= is set, or -errno (still logging to the old file). */
-int gw_log_reopen(void);
-const char *gw_log_path(void);		/* logfile=, or NULL */
+/* Open logfile= again (after logrotate renamed it), its name in path:
+ * 0, -ENOENT when no logfile= is set, or -errno (still logging to the old
+ * file). */
+int gw_log_reopen(char *path, size_t len);
 void gw_log_stop(void);
 
 /* ---- drain.c: signals and the stop (see the file's comment) ----
  * Its lock is taken before the handle list's (handles.c), and never by a
  * FUSE request. */
 int gw_drain_block_signals(void);	/* before the first thread starts */
-int gw_drain_start(struct gw *gw);	/* mounted: start the signal thread */
-int gw_drain_loop_begin(void);		/* on the loop's thread, before it */
+int gw_drain_start(struct gw *gw);	/* then: start the signal thread */
+void gw_drain_mounted(void);		/* the mount is made */
+int gw_drain_serving(void);		/* on the loop's thread, before it */
 /* The session loop returned: the commits at exit are timed from now.
  * True if the gateway detached the mount itself; then the connection is
  * ended here, and fuse_session_unmount only closes it. */

@@ -21,8 +21,10 @@
 static pthread_t log_thread;
 static bool log_thread_running;
 static int log_pipe_rd = -1;
-static char *log_path;		/* logfile=; main thread, then the signal
-				 * thread (drain.c) only */
+/* logfile=, and reopening it: the main thread sets it, the signal thread
+ * (drain.c) reopens it. A leaf lock. */
+static pthread_mutex_t log_path_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_path;		/* log_path_lock */
 
 void gw_log(const char *fmt, ...)
 {
@@ -77,46 +79,51 @@ static int log_open(const char *path, mode_t mode)
 
 int gw_log_to_file(const char *logfile)
 {
+	char *path = strdup(logfile);
 	int fd;
 
-	free(log_path);
-	log_path = strdup(logfile);
-	if (!log_path)
+	if (!path)
 		return -ENOMEM;
 	fd = log_open(logfile, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		free(path);
 		return fd;
+	}
+	pthread_mutex_lock(&log_path_lock);
+	free(log_path);
+	log_path = path;
 	dup2(fd, STDERR_FILENO);
+	pthread_mutex_unlock(&log_path_lock);
 	close(fd);
 	return 0;
 }
 
-int gw_log_reopen(void)
+int gw_log_reopen(char *path, size_t len)
 {
 	struct stat st;
 	mode_t mode = 0600;
-	int fd;
+	int fd = -ENOENT;
 
+	pthread_mutex_lock(&log_path_lock);
 	if (!log_path)
-		return -ENOENT;
+		goto out;
+	snprintf(path, len, "%s", log_path);
 	/* The file we write to may have been renamed (log -> log.1): a new
 	 * one gets its mode. */
 	if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode))
 		mode = st.st_mode & 07777;
 	fd = log_open(log_path, mode);
 	if (fd < 0)
-		return fd;
+		goto out;
 	/* Lines written before this went to the old file; dup2 swaps the
 	 * descriptor atomically, so every later write goes to the new. */
 	fflush(stderr);
 	dup2(fd, STDERR_FILENO);
 	close(fd);
-	return 0;
-}
-
-const char *gw_log_path(void)
-{
-	return log_path;
+	fd = 0;
+out:
+	pthread_mutex_unlock(&log_path_lock);
+	return fd;
 }
 
 int gw_log_detach(const char *logfile)
@@ -144,8 +151,10 @@ void gw_log_stop(void)
 {
 	int fd;
 
+	pthread_mutex_lock(&log_path_lock);
 	free(log_path);
 	log_path = NULL;
+	pthread_mutex_unlock(&log_path_lock);
 	if (!log_thread_running)
 		return;
 	/* Closing the write end ends the forwarder's read loop. */

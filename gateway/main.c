@@ -245,7 +245,7 @@ static int run(struct gw_opts *o)
 	}
 	/* Before any thread: every thread inherits HUP, INT and TERM
 	 * blocked, so only drain.c's thread takes them. */
-	if (gw_drain_block_signals()) {
+	if (gw_drain_block_signals() || gw_drain_start(&gw)) {
 		fprintf(stderr, "cachegw: cannot set up signal handling\n");
 		goto out_cache;
 	}
@@ -276,6 +276,7 @@ static int run(struct gw_opts *o)
 			o->mountpoint);
 		goto out_session;
 	}
+	gw_drain_mounted();
 	/* 3. service threads, now that no fork follows */
 	if (gw_fill_start(&gw)) {
 		fprintf(stderr, "cachegw: cannot start the fill thread\n");
@@ -328,8 +329,8 @@ static int run(struct gw_opts *o)
 		daemon_notify(&notify_fd, EXIT_SUCCESS);
 		daemon_detach(o);
 	}
-	if (gw_drain_start(&gw) || gw_drain_loop_begin())
-		gw_log("cannot start the signal thread: SIGTERM kills "
+	if (gw_drain_serving())
+		gw_log("cannot take signals: SIGTERM ends the gateway "
 		       "without committing");
 	ret = fuse_session_loop_mt(gw.se, cfg) ? EXIT_FAILURE : EXIT_SUCCESS;
 	fuse_loop_cfg_destroy(cfg);
