@@ -291,6 +291,12 @@ static void on_term_locked(int sig)
 		dr.detached = true;
 		dr.phase = DRAIN_DETACHED;
 		deadline_in(&dr.deadline, t);
+		if (!open) {
+			gw_log("%s: unmounted %s; nothing open: committing "
+			       "and exiting", signame(sig),
+			       dr.gw->o->mountpoint_real);
+			return;
+		}
 		gw_log("%s: unmounted %s (lazily); %zu open files and "
 		       "directories are served until closed (at most %u s, "
 		       "drain_timeout=), then written data is committed and "
@@ -496,11 +502,14 @@ bool gw_drain_loop_ended(struct gw *gw)
 	return detached;
 }
 
-void gw_drain_stop(void)
+void gw_drain_stop(int status)
 {
 	if (!dr.started)
 		return;
 	pthread_mutex_lock(&dr.lock);
+	if (dr.signals)
+		gw_log("stop: done, exit status %d%s", status, status ? "" :
+		       ": everything written is committed at the origin");
 	dr.phase = DRAIN_DONE;
 	pthread_mutex_unlock(&dr.lock);
 	pthread_kill(dr.thread, WAKE_SIGNAL);

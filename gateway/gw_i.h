@@ -143,7 +143,7 @@ int gw_drain_serving(void);		/* on the loop's thread, before it */
  * True if the gateway detached the mount itself; then the connection is
  * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
-void gw_drain_stop(void);		/* the exit path is done */
+void gw_drain_stop(int status);		/* the exit path is done */
 
 /* ---- inode.c ---- */
 

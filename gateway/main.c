@@ -371,7 +371,7 @@ out_cache:
 	if (gw_buf_mapped())
 		gw_log("BUG: %llu bytes of data buffers still referenced at exit",
 		       (unsigned long long)gw_buf_mapped());
-	gw_drain_stop();
+	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();
 	return ret;

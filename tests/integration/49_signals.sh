@@ -154,6 +154,7 @@ gateway_exit 15 || bad "no exit 15 s after SIGTERM and the writer's close"
 same "$data/t1" "$work/src" || bad "the origin's copy of the file written across SIGTERM differs ($(stat -c %s "$data/t1" 2>/dev/null) of 4194304 bytes)"
 timeout 20 nfs-cat "$(origin_url origin t1)" 2>/dev/null | cmp -s - "$work/src" || bad "nfs-cat of the file written across SIGTERM differs"
 grep -q "SIGTERM: unmounted" "$glog" || bad "no SIGTERM line in the log"
+grep -q "stop: done, exit status 0: everything written is committed" "$glog" || bad "no final line saying all was committed"
 sanitizer_check "$GW_LOG" || bad "sanitizer report"
 
 # 4. SIGINT (Ctrl-C with -f) with a COMMIT (the close's) held in flight.
