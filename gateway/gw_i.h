@@ -18,6 +18,7 @@
  * silly.c: files unlinked while open: hidden names (silly-rename).
  * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
+ * drain.c: signals (HUP, INT, TERM), detaching, the bounded stop.
  *
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
@@ -57,6 +58,7 @@
 #include "nfsc.h"
 
 struct cache;
+struct gw;
 struct cache_obj;
 struct cache_nodes;
 
@@ -87,6 +89,8 @@ struct gw_opts {
 	uint64_t write_window;		/* bytes of WRITE in flight */
 	bool cache_writes_around;	/* drop written blocks, not update */
 	char *logfile;
+	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
+					 * then commits at exit */
 	/* metrics=: where the HTTP endpoint listens (metrics_len 0: off) */
 	struct sockaddr_storage metrics_addr;
 	socklen_t metrics_len;
@@ -120,7 +124,26 @@ void gw_buf_trim(bool force);		/* unmap the recycled ones when idle */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Route stderr to syslog (or logfile) once the daemon has detached. */
 int gw_log_detach(const char *logfile);
+/* stderr to logfile (appending; kept for gw_log_reopen). 0 or -errno. */
+int gw_log_to_file(const char *logfile);
+/* Open logfile= again (after logrotate renamed it), its name in path:
+ * 0, -ENOENT when no logfile= is set, or -errno (still logging to the old
+ * file). */
+int gw_log_reopen(char *path, size_t len);
 void gw_log_stop(void);
+
+/* ---- drain.c: signals and the stop (see the file's comment) ----
+ * Its lock is taken before the handle list's (handles.c), and never by a
+ * FUSE request. */
+int gw_drain_block_signals(void);	/* before the first thread starts */
+int gw_drain_start(struct gw *gw);	/* then: start the signal thread */
+void gw_drain_mounted(void);		/* the mount is made */
+int gw_drain_serving(void);		/* on the loop's thread, before it */
+/* The session loop returned: the commits at exit are timed from now.
+ * True if the gateway detached the mount itself; then the connection is
+ * ended here, and fuse_session_unmount only closes it. */
+bool gw_drain_loop_ended(struct gw *gw);
+void gw_drain_stop(int status);		/* the exit path is done */
 
 /* ---- inode.c ---- */
 
@@ -272,6 +295,7 @@ void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
 /* After the session loop, with the origin still connected: release the
  * handles never released; returns how many. */
 size_t gw_handles_release(struct gw *gw);
+size_t gw_handles_count(void);		/* open files and directories */
 
 struct gw_file {
 	struct gw_handle h;		/* first: fi->fh points at both */
@@ -500,6 +524,7 @@ struct gw {
 	/* latencies, recorded where the reads happen */
 	struct gw_hist origin_read_lat;	/* each origin READ of a fetch */
 	struct gw_hist cache_read_lat;	/* each cache_read that hit */
+	uint64_t exit_commit_errors;	/* COMMITs failed at exit (atomic) */
 };
 
 #endif

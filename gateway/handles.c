@@ -71,3 +71,15 @@ size_t gw_handles_release(struct gw *gw)
 		n++;
 	}
 }
+
+size_t gw_handles_count(void)
+{
+	struct gw_handle *h;
+	size_t n = 0;
+
+	pthread_mutex_lock(&handle_lock);
+	for (h = handles; h; h = h->next)
+		n++;
+	pthread_mutex_unlock(&handle_lock);
+	return n;
+}

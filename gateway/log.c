@@ -1,14 +1,18 @@
 /* log.c - one-line log messages.
  *
  * In the foreground they go to stderr. Once the daemon detaches, stderr is
- * a pipe read by a thread that forwards each line to syslog (or appends it
- * to logfile=), so that lower layers may simply write to stderr.
+ * a pipe read by a thread that forwards each line to syslog, so that lower
+ * layers may simply write to stderr. With logfile= (in the foreground too,
+ * once mounted), stderr is that file, opened for appending; SIGHUP reopens
+ * it (gw_log_reopen), as logrotate expects.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -17,6 +21,10 @@
 static pthread_t log_thread;
 static bool log_thread_running;
 static int log_pipe_rd = -1;
+/* logfile=, and reopening it: the main thread sets it, the signal thread
+ * (drain.c) reopens it. A leaf lock. */
+static pthread_mutex_t log_path_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_path;		/* log_path_lock */
 
 void gw_log(const char *fmt, ...)
 {
@@ -47,20 +55,83 @@ static void *log_forward(void *arg)
 	return NULL;
 }
 
+/* Open path for appending; a file made here gets mode (not the umask's). */
+static int log_open(const char *path, mode_t mode)
+{
+	int fd;
+
+	for (;;) {
+		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			return fd < 0 ? -errno : fd;
+		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_CREAT |
+			  O_EXCL, mode);
+		if (fd >= 0) {
+			/* past the umask; if it fails, the umask's mode */
+			fchmod(fd, mode);
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		/* made by someone else (logrotate's create) meanwhile */
+	}
+}
+
+int gw_log_to_file(const char *logfile)
+{
+	char *path = strdup(logfile);
+	int fd;
+
+	if (!path)
+		return -ENOMEM;
+	fd = log_open(logfile, 0600);
+	if (fd < 0) {
+		free(path);
+		return fd;
+	}
+	pthread_mutex_lock(&log_path_lock);
+	free(log_path);
+	log_path = path;
+	dup2(fd, STDERR_FILENO);
+	pthread_mutex_unlock(&log_path_lock);
+	close(fd);
+	return 0;
+}
+
+int gw_log_reopen(char *path, size_t len)
+{
+	struct stat st;
+	mode_t mode = 0600;
+	int fd = -ENOENT;
+
+	pthread_mutex_lock(&log_path_lock);
+	if (!log_path)
+		goto out;
+	snprintf(path, len, "%s", log_path);
+	/* The file we write to may have been renamed (log -> log.1): a new
+	 * one gets its mode. */
+	if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode))
+		mode = st.st_mode & 07777;
+	fd = log_open(log_path, mode);
+	if (fd < 0)
+		goto out;
+	/* Lines written before this went to the old file; dup2 swaps the
+	 * descriptor atomically, so every later write goes to the new. */
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	fd = 0;
+out:
+	pthread_mutex_unlock(&log_path_lock);
+	return fd;
+}
+
 int gw_log_detach(const char *logfile)
 {
 	int p[2];
 
-	if (logfile) {
-		int fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			      0600);
-
-		if (fd < 0)
-			return -errno;
-		dup2(fd, STDERR_FILENO);
-		close(fd);
-		return 0;
-	}
+	if (logfile)
+		return gw_log_to_file(logfile);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	log_pipe_rd = p[0];
@@ -80,6 +151,10 @@ void gw_log_stop(void)
 {
 	int fd;
 
+	pthread_mutex_lock(&log_path_lock);
+	free(log_path);
+	log_path = NULL;
+	pthread_mutex_unlock(&log_path_lock);
 	if (!log_thread_running)
 		return;
 	/* Closing the write end ends the forwarder's read loop. */

@@ -243,6 +243,12 @@ static int run(struct gw_opts *o)
 		perror("cachegw: fork");
 		return EXIT_FAILURE;
 	}
+	/* Before any thread: every thread inherits HUP, INT and TERM
+	 * blocked, so only drain.c's thread takes them. */
+	if (gw_drain_block_signals() || gw_drain_start(&gw)) {
+		fprintf(stderr, "cachegw: cannot set up signal handling\n");
+		goto out_cache;
+	}
 	/* 1. the cache, then the origin */
 	if (open_cache(&gw))
 		goto out_cache;
@@ -264,16 +270,13 @@ static int run(struct gw_opts *o)
 			"(bad mount options?)\n");
 		goto out_itable;
 	}
-	if (fuse_set_signal_handlers(gw.se)) {
-		fprintf(stderr, "cachegw: cannot install signal handlers\n");
-		goto out_session;
-	}
 	if (fuse_session_mount(gw.se, o->mountpoint)) {
 		fprintf(stderr, "cachegw: cannot mount on '%s' (is /dev/fuse "
 			"available and are you allowed to mount?)\n",
 			o->mountpoint);
-		goto out_signals;
+		goto out_session;
 	}
+	gw_drain_mounted();
 	/* 3. service threads, now that no fork follows */
 	if (gw_fill_start(&gw)) {
 		fprintf(stderr, "cachegw: cannot start the fill thread\n");
@@ -314,22 +317,34 @@ static int run(struct gw_opts *o)
 	}
 	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	if (o->foreground && o->logfile &&
+	    (ret = gw_log_to_file(o->logfile)) < 0) {
+		fprintf(stderr, "cachegw: logfile '%s': %s\n", o->logfile,
+			strerror(-ret));
+		ret = EXIT_FAILURE;
+		fuse_loop_cfg_destroy(cfg);
+		goto out_unmount;
+	}
 	if (!o->foreground) {
 		daemon_notify(&notify_fd, EXIT_SUCCESS);
 		daemon_detach(o);
 	}
+	if (gw_drain_serving())
+		gw_log("cannot take signals: SIGTERM ends the gateway "
+		       "without committing");
 	ret = fuse_session_loop_mt(gw.se, cfg) ? EXIT_FAILURE : EXIT_SUCCESS;
 	fuse_loop_cfg_destroy(cfg);
+	gw_drain_loop_ended(&gw);
 	/* No request runs any more, the origin is still there: what the
 	 * kernel never released (an unmount drops queued RELEASEs) is
 	 * released now. */
 	if (gw_handles_release(&gw))
 		gw_log("released at exit the files and directories whose "
 		       "release never came");
+	if (__atomic_load_n(&gw.exit_commit_errors, __ATOMIC_RELAXED))
+		ret = EXIT_FAILURE;
 out_unmount:
 	fuse_session_unmount(gw.se);
-out_signals:
-	fuse_remove_signal_handlers(gw.se);
 out_session:
 	fuse_session_destroy(gw.se);
 out_itable:
@@ -356,6 +371,7 @@ out_cache:
 	if (gw_buf_mapped())
 		gw_log("BUG: %llu bytes of data buffers still referenced at exit",
 		       (unsigned long long)gw_buf_mapped());
+	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();
 	return ret;

@@ -325,9 +325,12 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 		free(f);
 		return;
 	}
-	if (gw_write_flush(gw, ino, true))
+	if (gw_write_flush(gw, ino, true)) {
 		gw_log("commit at exit of inode %llu failed",
 		       (unsigned long long)f->nodeid);
+		__atomic_add_fetch(&gw->exit_commit_errors, 1,
+				   __ATOMIC_RELAXED);
+	}
 	gw_file_release(gw, ino, &fi);
 }
 

@@ -41,6 +41,7 @@ static const struct fuse_opt gw_optspec[] = {
 	OPT("bstop=%u", bstop),
 	OPT("max_threads=%u", max_threads),
 	OPT("logfile=%s", logfile),
+	OPT("drain_timeout=%u", drain_timeout),
 	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
 	FUSE_OPT_KEY("cache_size=", KEY_SIZE),
 	FUSE_OPT_KEY("cache_block=", KEY_BLOCK),
@@ -124,7 +125,10 @@ void gw_usage(const char *prog)
 "  allow_other          let other users use the mount\n"
 "  ro                   read-only mount\n"
 "  max_threads=N        FUSE worker threads [16]\n"
-"  logfile=PATH         log here when in the background [syslog]\n"
+"  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
+"                       in the background]\n"
+"  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
+"                       commits [30]\n"
 "  metrics=[ADDR:]PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 "                       [off; ADDR 127.0.0.1 unless given: 0.0.0.0, [::]]\n",
 	       prog);
@@ -352,6 +356,7 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	o->bstop = 3;
 	o->max_threads = 16;
 	o->write_window = 64u << 20;
+	o->drain_timeout = 30;
 	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
 	    pc.result) {
 		fuse_opt_free_args(&args);
@@ -379,6 +384,11 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	if (o->max_threads < 1 || o->max_threads > 1024) {
 		fprintf(stderr, "cachegw: invalid option 'max_threads': "
 			"expected 1 to 1024\n");
+		return -1;
+	}
+	if (o->drain_timeout < 1 || o->drain_timeout > 86400) {
+		fprintf(stderr, "cachegw: invalid option 'drain_timeout=%u': "
+			"expected 1 to 86400 seconds\n", o->drain_timeout);
 		return -1;
 	}
 	if (o->nconnect > 64) {
