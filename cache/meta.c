@@ -80,24 +80,55 @@ uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs)
 	return (size + bs - 1) / bs;
 }
 
-off_t cache_meta_word_off(uint64_t blk)
+off_t cache_meta_word_off(uint32_t bs, uint64_t blk)
 {
-	return META_HDR_SIZE + (off_t)(blk / META_GROUP_BLOCKS) * META_GROUP_SIZE;
+	return META_HDR_SIZE +
+	       (off_t)(blk / META_GROUP_BLOCKS) * (off_t)cache_meta_group_size(bs);
 }
 
-off_t cache_meta_csum_off(uint64_t blk)
+/* The checksum of sector (4 KiB unit of the object): the sectors of a
+ * group's blocks follow its presence word in order. */
+off_t cache_meta_sector_off(uint32_t bs, uint64_t sector)
 {
-	return cache_meta_word_off(blk) + 8 + 8 * (off_t)(blk % META_GROUP_BLOCKS);
+	uint64_t per_group = (uint64_t)META_GROUP_BLOCKS * cache_spb(bs);
+
+	return META_HDR_SIZE +
+	       (off_t)(sector / per_group) * (off_t)cache_meta_group_size(bs) +
+	       8 + 8 * (off_t)(sector % per_group);
 }
 
-/* The seed binds a checksum to this incarnation (salt) and this block
+/* The first checksum of block blk. */
+off_t cache_meta_csum_off(uint32_t bs, uint64_t blk)
+{
+	return cache_meta_sector_off(bs, blk * cache_spb(bs));
+}
+
+/* The seed binds a checksum to this incarnation (salt) and this sector
  * index: see the comment on the format in cache_i.h. */
-uint64_t cache_block_csum(uint64_t salt, uint64_t blk,
-			  const void *data, size_t len)
+uint64_t cache_sector_csum(uint64_t salt, uint64_t sector,
+			   const void *data, size_t len)
 {
-	uint64_t seed = salt ^ ((blk + 1) * 0x9E3779B97F4A7C15ull);
+	uint64_t seed = salt ^ ((sector + 1) * 0x9E3779B97F4A7C15ull);
 
 	return XXH3_64bits_withSeed(data, len, seed);
+}
+
+/* The cache_spb(bs) checksums of block blk, whose len logical bytes (bs,
+ * or less for the last block of an object) are at data. */
+void cache_block_csums(uint64_t salt, uint32_t bs, uint64_t blk,
+		       const void *data, size_t len, uint64_t *out)
+{
+	uint32_t spb = cache_spb(bs);
+	uint64_t s0 = blk * spb;
+
+	for (uint32_t i = 0; i < spb; i++) {
+		size_t soff = (size_t)i * CACHE_SECTOR;
+
+		out[i] = soff < len ?
+			cache_sector_csum(salt, s0 + i, (const char *)data + soff,
+					  len - soff < CACHE_SECTOR ?
+					  len - soff : CACHE_SECTOR) : 0;
+	}
 }
 
 int cache_meta_read_hdr(struct cache *c, int fd, struct meta_hdr *h)
@@ -117,27 +148,32 @@ int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h)
 	return cache_pwrite(c, fd, h, sizeof(*h), 0);
 }
 
-/* Fill bitmap (zeroed by the caller) from the presence words on disk. The
- * groups are read in large chunks so opening a big object costs a few
- * preads, not one per group. A file shorter than a group: absent blocks. */
+/* Fill bitmap (zeroed by the caller) from the presence words on disk. Small
+ * groups are read in chunks of about 1 MiB so opening a big object costs a
+ * few preads, not one per group; groups of more than 64 KiB (blocks of 512
+ * KiB and more) word by word, each word then covering 32 MiB or more. A
+ * file shorter than a group: absent blocks. */
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap)
 {
-	enum { CHUNK_GROUPS = 256 };
 	_Static_assert(META_GROUP_BLOCKS == 64, "one presence word per group");
+	uint64_t gsize = cache_meta_group_size(c->block_size);
 	uint64_t ngroups = (nblocks + META_GROUP_BLOCKS - 1) / META_GROUP_BLOCKS;
+	uint64_t chunk = gsize > 65536 ? 1 : (1u << 20) / gsize;
+	size_t blen = gsize > 65536 ? 8 : (size_t)(chunk * gsize);
 	char *buf;
 	int ret = 0;
 
 	if (!ngroups)
 		return 0;
-	buf = malloc((size_t)CHUNK_GROUPS * META_GROUP_SIZE);
+	buf = malloc(blen);
 	if (!buf)
 		return -ENOMEM;
-	for (uint64_t g = 0; g < ngroups; g += CHUNK_GROUPS) {
-		uint64_t cnt = ngroups - g < CHUNK_GROUPS ? ngroups - g : CHUNK_GROUPS;
-		ssize_t n = cache_pread(c, fd, buf, cnt * META_GROUP_SIZE,
-					cache_meta_word_off(g * 64), 0);
+	for (uint64_t g = 0; g < ngroups; g += chunk) {
+		uint64_t cnt = ngroups - g < chunk ? ngroups - g : chunk;
+		size_t want = gsize > 65536 ? 8 : (size_t)(cnt * gsize);
+		ssize_t n = cache_pread(c, fd, buf, want,
+					cache_meta_word_off(c->block_size, g * 64), 0);
 
 		if (n < 0) {
 			ret = (int)n;
@@ -148,12 +184,12 @@ int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 
 			/* The last group is short: the file ends at the
 			 * highest checksum written. Its word is enough. */
-			if (i * META_GROUP_SIZE + 8 > (uint64_t)n)
+			if (i * gsize + 8 > (uint64_t)n)
 				break;
-			memcpy(&w, buf + i * META_GROUP_SIZE, 8);
+			memcpy(&w, buf + i * gsize, 8);
 			bitmap[g + i] = w;
 		}
-		if ((uint64_t)n < cnt * META_GROUP_SIZE)
+		if ((size_t)n < want)
 			break;
 	}
 	/* Bits past nblocks would be garbage; the reader trusts only checksums
