@@ -55,16 +55,19 @@ struct cache_req;
 
 /* ---- meta.c: the per-object metadata file ------------------------------
  *
- * <hash>.meta = one 512-byte header, then groups of 64 blocks. A group is
- * one 64-bit presence word followed by the checksums of its 64 blocks,
- * one XXH3-64 per 4 KiB sector (CACHE_SECTOR) of each block, in order
- * (block_size / 4 KiB of them per block). Marking a block present is two
- * pwrites (its checksums, then the presence word; a run of blocks in one
- * group: one of each), never a rewrite of the file, and the file grows
- * only as far as the highest group filled (it is sparse like the data
- * file). A read verifies only the sectors it returns, so a 4 KiB read of
- * a 64 KiB block reads and hashes 4 KiB, not the block (format version 2;
- * version 1 had one checksum per block).
+ * <hash>.meta = one 512-byte header, then super-groups of 32768 blocks
+ * (2 GiB of data with 64 KiB blocks). A super-group is one 4 KiB page of
+ * presence words (512 of them, one per 64 blocks) followed by the
+ * checksums of its blocks, one XXH3-64 per 4 KiB sector (CACHE_SECTOR) of
+ * each block, in order (block_size / 4 KiB of them per block). Opening an
+ * object reads one presence page per super-group, not the checksums.
+ * Marking a block present is two pwrites (its checksums, then its
+ * presence word; a run of blocks under one word: one of each), never a
+ * rewrite of the file, and the file grows only as far as the highest
+ * checksum written (it is sparse like the data file). A read verifies only
+ * the sectors it returns, so a 4 KiB read of a 64 KiB block reads and
+ * hashes 4 KiB, not the block (format version 2; version 1 had one
+ * checksum per block, beside its presence word in groups of 64).
  *
  * Every checksum is seeded with the object's salt (random, new for each
  * incarnation of the object: creation, invalidation, reset) and the sector
@@ -78,18 +81,21 @@ struct cache_req;
  */
 #define META_MAGIC "CGWMETA1"
 #define META_HDR_SIZE 512u
-#define META_GROUP_BLOCKS 64u
+#define META_GROUP_BLOCKS 64u		/* blocks per presence word */
+#define META_SUPER_BLOCKS 32768u	/* blocks per presence page */
+#define META_PRESENCE_PAGE 4096u	/* bytes: META_SUPER_BLOCKS bits */
 #define CACHE_SECTOR 4096u		/* checksum unit, bytes */
 
-/* Sectors (checksums) per block, and bytes of a group, for block size bs. */
+/* Sectors (checksums) per block for block size bs. */
 static inline uint32_t cache_spb(uint32_t bs)
 {
 	return bs / CACHE_SECTOR;
 }
 
-static inline uint64_t cache_meta_group_size(uint32_t bs)
+/* Bytes of a super-group: its presence page and its checksums. */
+static inline uint64_t cache_meta_super_size(uint32_t bs)
 {
-	return 8u + 8ull * META_GROUP_BLOCKS * cache_spb(bs);
+	return META_PRESENCE_PAGE + 8ull * META_SUPER_BLOCKS * cache_spb(bs);
 }
 
 struct meta_hdr {

@@ -426,8 +426,8 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 		uint32_t spb = cache_spb(c->block_size);
 		int ret = 0;
 
-		/* Runs of blocks to mark, cut at group edges: one checksum
-		 * write and one presence write each. */
+		/* Runs of blocks to mark, cut at presence-word edges: one
+		 * checksum write and one presence write each. */
 		for (uint32_t i = 0, j; i < r->nblk && !ret; i = j) {
 			uint64_t b = r->first + i;
 

@@ -87,18 +87,19 @@ uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs)
 off_t cache_meta_word_off(uint32_t bs, uint64_t blk)
 {
 	return META_HDR_SIZE +
-	       (off_t)(blk / META_GROUP_BLOCKS) * (off_t)cache_meta_group_size(bs);
+	       (off_t)(blk / META_SUPER_BLOCKS) * (off_t)cache_meta_super_size(bs) +
+	       8 * (off_t)(blk % META_SUPER_BLOCKS / META_GROUP_BLOCKS);
 }
 
 /* The checksum of sector (4 KiB unit of the object): the sectors of a
- * group's blocks follow its presence word in order. */
+ * super-group's blocks follow its presence page in order. */
 off_t cache_meta_sector_off(uint32_t bs, uint64_t sector)
 {
-	uint64_t per_group = (uint64_t)META_GROUP_BLOCKS * cache_spb(bs);
+	uint64_t per_super = (uint64_t)META_SUPER_BLOCKS * cache_spb(bs);
 
 	return META_HDR_SIZE +
-	       (off_t)(sector / per_group) * (off_t)cache_meta_group_size(bs) +
-	       8 + 8 * (off_t)(sector % per_group);
+	       (off_t)(sector / per_super) * (off_t)cache_meta_super_size(bs) +
+	       META_PRESENCE_PAGE + 8 * (off_t)(sector % per_super);
 }
 
 /* The first checksum of block blk. */
@@ -157,54 +158,38 @@ int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h)
 	return cache_pwrite(c, fd, h, sizeof(*h), 0);
 }
 
-/* Fill bitmap (zeroed by the caller) from the presence words on disk. Small
- * groups are read in chunks of about 1 MiB so opening a big object costs a
- * few preads, not one per group; groups of more than 64 KiB (blocks of 512
- * KiB and more) word by word, each word then covering 32 MiB or more. A
- * file shorter than a group: absent blocks. */
+/* Fill bitmap (zeroed by the caller) from the presence pages on disk: one
+ * pread per super-group (2 GiB of data with 64 KiB blocks). A file that
+ * ends inside a page (or before it): absent blocks. */
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap)
 {
-	_Static_assert(META_GROUP_BLOCKS == 64, "one presence word per group");
-	uint64_t gsize = cache_meta_group_size(c->block_size);
-	uint64_t ngroups = (nblocks + META_GROUP_BLOCKS - 1) / META_GROUP_BLOCKS;
-	uint64_t chunk = gsize > 65536 ? 1 : (1u << 20) / gsize;
-	size_t blen = gsize > 65536 ? 8 : (size_t)(chunk * gsize);
-	char *buf;
+	_Static_assert(META_GROUP_BLOCKS == 64, "one presence word per 64 blocks");
+	_Static_assert(META_PRESENCE_PAGE * 8 == META_SUPER_BLOCKS,
+		       "a presence page holds a super-group's bits");
+	uint64_t nwords = (nblocks + META_GROUP_BLOCKS - 1) / META_GROUP_BLOCKS;
+	const uint64_t per_page = META_PRESENCE_PAGE / 8;
 	int ret = 0;
 
-	if (!ngroups)
-		return 0;
-	buf = malloc(blen);
-	if (!buf)
-		return -ENOMEM;
-	for (uint64_t g = 0; g < ngroups; g += chunk) {
-		uint64_t cnt = ngroups - g < chunk ? ngroups - g : chunk;
-		size_t want = gsize > 65536 ? 8 : (size_t)(cnt * gsize);
-		ssize_t n = cache_pread(c, fd, buf, want,
-					cache_meta_word_off(c->block_size, g * 64), 0);
+	for (uint64_t w = 0; w < nwords; w += per_page) {
+		uint64_t cnt = nwords - w < per_page ? nwords - w : per_page;
+		ssize_t n = cache_pread(c, fd, bitmap + w, cnt * 8,
+					cache_meta_word_off(c->block_size,
+							    w * META_GROUP_BLOCKS), 0);
 
 		if (n < 0) {
 			ret = (int)n;
 			break;
 		}
-		for (uint64_t i = 0; i < cnt; i++) {
-			uint64_t w;
-
-			/* The last group is short: the file ends at the
-			 * highest checksum written. Its word is enough. */
-			if (i * gsize + 8 > (uint64_t)n)
-				break;
-			memcpy(&w, buf + i * gsize, 8);
-			bitmap[g + i] = w;
-		}
-		if ((size_t)n < want)
+		if ((uint64_t)n < cnt * 8) {
+			/* The file ends here: the rest is absent. */
+			memset((char *)(bitmap + w) + n, 0, cnt * 8 - (size_t)n);
 			break;
+		}
 	}
 	/* Bits past nblocks would be garbage; the reader trusts only checksums
 	 * but counts (ls, culling) should not. */
-	if (nblocks % 64)
-		bitmap[ngroups - 1] &= (1ull << (nblocks % 64)) - 1;
-	free(buf);
+	if (nwords && nblocks % 64)
+		bitmap[nwords - 1] &= (1ull << (nblocks % 64)) - 1;
 	return ret;
 }

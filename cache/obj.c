@@ -233,8 +233,9 @@ int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk)
 			    cache_meta_word_off(o->c->block_size, blk));
 }
 
-/* Mark blocks [first, first + n), all in one group, present with their
- * checksums (n * cache_spb(bs) of them, contiguous on disk). The checksums
+/* Mark blocks [first, first + n), all under one presence word, present
+ * with their checksums (n * cache_spb(bs) of them, contiguous on disk,
+ * since a super-group holds whole words' worth of blocks). The checksums
  * go first: until the presence word says so, a half-written entry is never
  * consulted, and a stale one cannot verify (salted). */
 int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,

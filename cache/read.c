@@ -10,16 +10,16 @@
 #include "lockcheck.h"
 
 /* Read the stored checksums of sectors [first, first+n) into out, one pread
- * per group (they are contiguous within a group). A hole reads as 0, which
- * simply fails to verify. */
+ * per super-group (they are contiguous within one). A hole reads as 0,
+ * which simply fails to verify. */
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
 		     uint64_t n, uint64_t *out)
 {
-	uint64_t per_group = (uint64_t)META_GROUP_BLOCKS * cache_spb(c->block_size);
+	uint64_t per_super = (uint64_t)META_SUPER_BLOCKS * cache_spb(c->block_size);
 	uint64_t s = first, end = first + n;
 
 	while (s < end) {
-		uint64_t gend = (s / per_group + 1) * per_group;
+		uint64_t gend = (s / per_super + 1) * per_super;
 		uint64_t cnt = (gend < end ? gend : end) - s;
 		ssize_t r = cache_pread(c, meta_fd, out + (s - first), cnt * 8,
 					cache_meta_sector_off(c->block_size, s), 0);

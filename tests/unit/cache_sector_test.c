@@ -1,4 +1,4 @@
-/* cache_sector_test: checksums per 4 KiB sector (format 2): a read verifies only the sectors it returns, a damaged sector fails the reads that touch it and drops its whole block, a partial last sector verifies, and big blocks (1 MiB: a group of 128 KiB, presence read word by word) survive a reopen. */
+/* cache_sector_test: checksums per 4 KiB sector (format 2): a read verifies only the sectors it returns, a damaged sector fails the reads that touch it and drops its whole block, a partial last sector verifies, and big blocks (1 MiB: 256 checksums a block) survive a reopen; the presence words of 32768 blocks share one page ahead of their checksums (opening an object reads that page, not the checksums). */
 #include "cache_helpers.h"
 
 static void one_size(uint32_t bs, enum cache_write_mode mode)
@@ -66,6 +66,16 @@ static void one_size(uint32_t bs, enum cache_write_mode mode)
 
 int main(void)
 {
+	/* The layout: presence words side by side, then the checksums. */
+	CHECK_EQ(cache_meta_word_off(65536, 0), 512);
+	CHECK_EQ(cache_meta_word_off(65536, 64), 520);
+	CHECK_EQ(cache_meta_word_off(65536, 32767), 512 + 4088);
+	CHECK_EQ(cache_meta_csum_off(65536, 0), 512 + 4096);
+	CHECK_EQ(cache_meta_csum_off(65536, 1), 512 + 4096 + 16 * 8);
+	CHECK_EQ(cache_meta_word_off(65536, 32768),
+		 512 + 4096 + 32768 * 16 * 8);
+	CHECK_EQ(cache_meta_csum_off(4096, 32768),
+		 512 + 2 * 4096 + 32768 * 8);
 	one_size(64 << 10, CACHE_WRITE_DIRECT);
 	one_size(1 << 20, CACHE_WRITE_BUFFERED);
 	return 0;
