@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CACHE_FORMAT_VERSION 1
+#define CACHE_FORMAT_VERSION 2	/* 2: a checksum per 4 KiB sector */
 #define CACHE_KEY_MAX 128	/* bytes of an object key */
 #define CACHE_COH_MAX 64	/* bytes of a coherency blob */
 #define CACHE_BLOCK_MIN (4u << 10)

@@ -55,24 +55,48 @@ struct cache_req;
 
 /* ---- meta.c: the per-object metadata file ------------------------------
  *
- * <hash>.meta = one 512-byte header, then groups of 64 blocks. A group is
- * one 64-bit presence word followed by 64 XXH3-64 checksums, so marking a
- * block present is two 8-byte pwrites (checksum, then the presence word),
- * never a rewrite of the file, and the file grows only as far as the
- * highest group filled (it is sparse like the data file).
+ * <hash>.meta = one 512-byte header, then super-groups of 32768 blocks
+ * (2 GiB of data with 64 KiB blocks). A super-group is one 4 KiB page of
+ * presence words (512 of them, one per 64 blocks) followed by the
+ * checksums of its blocks, one XXH3-64 per 4 KiB sector (CACHE_SECTOR) of
+ * each block, in order (block_size / 4 KiB of them per block). Opening an
+ * object reads one presence page per super-group, not the checksums.
+ * Marking a block present is two pwrites (its checksums, then its
+ * presence word; a run of blocks under one word: one of each), never a
+ * rewrite of the file, and the file grows only as far as the highest
+ * checksum written (it is sparse like the data file). A read verifies only
+ * the sectors it returns, so a 4 KiB read of a 64 KiB block reads and
+ * hashes 4 KiB, not the block (format version 2; version 1 had one
+ * checksum per block, beside its presence word in groups of 64).
  *
  * Every checksum is seeded with the object's salt (random, new for each
- * incarnation of the object: creation, invalidation, reset) and the block
- * index. A stale entry from an older incarnation, an entry copied to
- * another index, or torn/garbage bytes cannot verify against any data but
- * the data they were computed from (2^-64), so the checksum alone guards
- * what is returned; the presence word only saves reading absent blocks.
- * All integers are host byte order: a cache is not moved between hosts.
+ * incarnation of the object: creation, invalidation, reset) and the sector
+ * index in the object. A stale entry from an older incarnation, an entry
+ * copied to another index, or torn/garbage bytes cannot verify against any
+ * data but the data they were computed from (2^-64), so the checksum alone
+ * guards what is returned; the presence word only saves reading absent
+ * blocks. A sector past the end of the object has the checksum 0 (never
+ * consulted). All integers are host byte order: a cache is not moved
+ * between hosts.
  */
 #define META_MAGIC "CGWMETA1"
 #define META_HDR_SIZE 512u
-#define META_GROUP_BLOCKS 64u
-#define META_GROUP_SIZE (8u + 8u * META_GROUP_BLOCKS)
+#define META_GROUP_BLOCKS 64u		/* blocks per presence word */
+#define META_SUPER_BLOCKS 32768u	/* blocks per presence page */
+#define META_PRESENCE_PAGE 4096u	/* bytes: META_SUPER_BLOCKS bits */
+#define CACHE_SECTOR 4096u		/* checksum unit, bytes */
+
+/* Sectors (checksums) per block for block size bs. */
+static inline uint32_t cache_spb(uint32_t bs)
+{
+	return bs / CACHE_SECTOR;
+}
+
+/* Bytes of a super-group: its presence page and its checksums. */
+static inline uint64_t cache_meta_super_size(uint32_t bs)
+{
+	return META_PRESENCE_PAGE + 8ull * META_SUPER_BLOCKS * cache_spb(bs);
+}
 
 struct meta_hdr {
 	char magic[8];			/* META_MAGIC */
@@ -99,10 +123,13 @@ void cache_meta_init(struct meta_hdr *h, uint32_t bs, const void *key,
 void cache_meta_seal(struct meta_hdr *h);
 int cache_meta_check(const struct meta_hdr *h, uint32_t bs);
 uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs);
-off_t cache_meta_word_off(uint64_t blk);
-off_t cache_meta_csum_off(uint64_t blk);
-uint64_t cache_block_csum(uint64_t salt, uint64_t blk,
-			  const void *data, size_t len);
+off_t cache_meta_word_off(uint32_t bs, uint64_t blk);
+off_t cache_meta_csum_off(uint32_t bs, uint64_t blk);
+off_t cache_meta_sector_off(uint32_t bs, uint64_t sector);
+uint64_t cache_sector_csum(uint64_t salt, uint64_t sector,
+			   const void *data, size_t len);
+void cache_block_csums(uint64_t salt, uint32_t bs, uint64_t blk,
+		       const void *data, size_t len, uint64_t *out);
 uint64_t cache_new_salt(void);
 uint64_t cache_now_ns(void);
 int cache_meta_read_hdr(struct cache *c, int fd, struct meta_hdr *h);
@@ -162,7 +189,7 @@ struct cache_req {
 	struct cache_req *rprev, *rnext;/* c->ring_reqs: on the ring, its
 					 * CQE not reaped; c->sq_lock */
 	struct cache_fillbuf *fb;	/* shared buffer of a split fill */
-	uint64_t *csums;		/* [nblk] */
+	uint64_t *csums;		/* [nblk * cache_spb(bs)] */
 	uint8_t *skip;			/* [nblk] 1 = do not mark; o->lock */
 };
 
@@ -237,7 +264,8 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 			   uint64_t size);
 void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
 int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
-int cache_obj_mark_locked(struct cache_obj *o, uint64_t blk, uint64_t csum);
+int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
+			      uint32_t n, const uint64_t *csums);
 void cache_obj_update_alloc(struct cache_obj *o);
 int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 			    uint64_t *bad);
@@ -251,6 +279,8 @@ static inline bool cache_bit(const uint64_t *bm, uint64_t i)
 
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
 		     uint64_t n, uint64_t *out);
+int cache_load_block_csums(struct cache *c, int meta_fd, uint64_t first,
+			   uint64_t n, uint64_t *out);
 void *cache_alloc_aligned(size_t len);
 
 /* ---- fill.c: fills and their completion --------------------------------- */

@@ -289,8 +289,11 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 	}
 	if (version != CACHE_FORMAT_VERSION) {
 		cache_set_err(err, errlen,
-			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d",
-			      c->dir, version, CACHE_FORMAT_VERSION);
+			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d%s",
+			      c->dir, version, CACHE_FORMAT_VERSION,
+			      version < CACHE_FORMAT_VERSION ?
+			      " (a checksum per 4 KiB, not per block) and does not convert it: give it an empty cache_dir" :
+			      ": use the newer cachegw that made it, or an empty cache_dir");
 		return -EPROTO;
 	}
 	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {

@@ -61,19 +61,23 @@ static bool block_is_zero(const void *p, size_t len)
  *   bytes: the final content is unknown, so neither marks. */
 static int plan_marks_locked(struct cache_obj *o, struct cache_req *r)
 {
+	uint32_t spb = cache_spb(o->c->block_size);
+	size_t clen = (size_t)spb * 8;
+	uint64_t stored[64], *st = spb <= 64 ? stored : malloc(clen);
 	int ret = 0;
 
 	GW_ASSERT_HELD(&o->lock);
+	if (!st)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < r->nblk && !ret; i++) {
 		uint64_t b = r->first + i;
+		const uint64_t *mine = r->csums + (size_t)i * spb;
 
 		if (cache_bit(o->bitmap, b)) {
-			uint64_t stored;
-
-			ret = cache_load_csums(o->c, o->meta_fd, b, 1, &stored);
+			ret = cache_load_block_csums(o->c, o->meta_fd, b, 1, st);
 			if (ret)
 				break;
-			if (stored == r->csums[i]) {
+			if (!memcmp(st, mine, clen)) {
 				r->skip[i] = 1;
 				continue;
 			}
@@ -84,11 +88,14 @@ static int plan_marks_locked(struct cache_obj *o, struct cache_req *r)
 		for (struct cache_req *q = o->inflight; q; q = q->next) {
 			if (b < q->first || b >= q->first + q->nblk)
 				continue;
-			if (q->csums[b - q->first] != r->csums[i])
+			if (memcmp(q->csums + (size_t)(b - q->first) * spb, mine,
+				   clen))
 				q->skip[b - q->first] = 1;
 			r->skip[i] = 1;
 		}
 	}
+	if (st != stored)
+		free(st);
 	return ret;
 }
 
@@ -99,7 +106,7 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 				 uint64_t first, uint32_t nblk, bool zero,
 				 bool direct, uint64_t salt, uint64_t gen)
 {
-	uint32_t bs = o->c->block_size;
+	uint32_t bs = o->c->block_size, spb = cache_spb(bs);
 	size_t rel = (size_t)(first - first0) * bs;
 	struct cache_req *r = calloc(1, sizeof(*r));
 
@@ -115,7 +122,7 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 	r->zero = zero;
 	if (!zero)
 		r->reserved = ALIGN_UP(r->len, CACHE_DIO_ALIGN);
-	r->csums = calloc(nblk, 8);
+	r->csums = calloc((size_t)nblk * spb, 8);
 	r->skip = calloc(nblk, 1);
 	if (!r->csums || !r->skip) {
 		free(r->csums);
@@ -132,7 +139,8 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 		size_t boff = rel + (size_t)i * bs;
 		size_t blen = len - boff < bs ? len - boff : bs;
 
-		r->csums[i] = cache_block_csum(salt, first + i, src + boff, blen);
+		cache_block_csums(salt, bs, first + i, src + boff, blen,
+				  r->csums + (size_t)i * spb);
 	}
 	return r;
 }
@@ -415,13 +423,23 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 	} else if (res < 0) {
 		cache_obj_fail_locked(o, res, "fill write");
 	} else {
+		uint32_t spb = cache_spb(c->block_size);
 		int ret = 0;
 
-		for (uint32_t i = 0; i < r->nblk && !ret; i++) {
+		/* Runs of blocks to mark, cut at presence-word edges: one
+		 * checksum write and one presence write each. */
+		for (uint32_t i = 0, j; i < r->nblk && !ret; i = j) {
 			uint64_t b = r->first + i;
 
-			if (!r->skip[i] && b < o->nblocks)
-				ret = cache_obj_mark_locked(o, b, r->csums[i]);
+			j = i + 1;
+			if (r->skip[i] || b >= o->nblocks)
+				continue;
+			while (j < r->nblk && !r->skip[j] &&
+			       r->first + j < o->nblocks &&
+			       (r->first + j) % 64 != 0)
+				j++;
+			ret = cache_obj_mark_run_locked(o, b, j - i,
+							r->csums + (size_t)i * spb);
 		}
 		if (ret)
 			cache_obj_fail_locked(o, ret, "metadata write");

@@ -229,22 +229,33 @@ int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk)
 		return 0;
 	*w &= ~(1ull << (blk % 64));
 	o->unmark_seq++;
-	return cache_pwrite(o->c, o->meta_fd, w, 8, cache_meta_word_off(blk));
+	return cache_pwrite(o->c, o->meta_fd, w, 8,
+			    cache_meta_word_off(o->c->block_size, blk));
 }
 
-/* The checksum goes first: until the presence word says so, a half-written
- * entry is never consulted, and a stale one cannot verify (salted). */
-int cache_obj_mark_locked(struct cache_obj *o, uint64_t blk, uint64_t csum)
+/* Mark blocks [first, first + n), all under one presence word, present
+ * with their checksums (n * cache_spb(bs) of them, contiguous on disk,
+ * since a super-group holds whole words' worth of blocks). The checksums
+ * go first: until the presence word says so, a half-written entry is never
+ * consulted, and a stale one cannot verify (salted). */
+int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
+			      uint32_t n, const uint64_t *csums)
 {
-	uint64_t *w = &o->bitmap[blk / 64];
+	uint32_t bs = o->c->block_size;
+	uint64_t *w = &o->bitmap[first / 64];
 	int ret;
 
 	GW_ASSERT_HELD(&o->lock);
-	ret = cache_pwrite(o->c, o->meta_fd, &csum, 8, cache_meta_csum_off(blk));
+	assert(n && first / 64 == (first + n - 1) / 64);
+	ret = cache_pwrite(o->c, o->meta_fd, csums,
+			   (size_t)n * cache_spb(bs) * 8,
+			   cache_meta_csum_off(bs, first));
 	if (ret)
 		return ret;
-	*w |= 1ull << (blk % 64);
-	return cache_pwrite(o->c, o->meta_fd, w, 8, cache_meta_word_off(blk));
+	for (uint32_t i = 0; i < n; i++)
+		*w |= 1ull << ((first + i) % 64);
+	return cache_pwrite(o->c, o->meta_fd, w, 8,
+			    cache_meta_word_off(bs, first));
 }
 
 /* ---- open, reset, failure (o->lock) ---------------------------------------- */

@@ -9,27 +9,37 @@
 #include "cache_i.h"
 #include "lockcheck.h"
 
-/* Read the stored checksums of blocks [first, first+n) into out, one pread
- * per group (they are contiguous within a group). A hole reads as 0, which
- * simply fails to verify. */
+/* Read the stored checksums of sectors [first, first+n) into out, one pread
+ * per super-group (they are contiguous within one). A hole reads as 0,
+ * which simply fails to verify. */
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
-		      uint64_t n, uint64_t *out)
+		     uint64_t n, uint64_t *out)
 {
-	uint64_t b = first, end = first + n;
+	uint64_t per_super = (uint64_t)META_SUPER_BLOCKS * cache_spb(c->block_size);
+	uint64_t s = first, end = first + n;
 
-	while (b < end) {
-		uint64_t gend = (b / META_GROUP_BLOCKS + 1) * META_GROUP_BLOCKS;
-		uint64_t cnt = (gend < end ? gend : end) - b;
-		ssize_t r = cache_pread(c, meta_fd, out + (b - first), cnt * 8,
-					cache_meta_csum_off(b), 0);
+	while (s < end) {
+		uint64_t gend = (s / per_super + 1) * per_super;
+		uint64_t cnt = (gend < end ? gend : end) - s;
+		ssize_t r = cache_pread(c, meta_fd, out + (s - first), cnt * 8,
+					cache_meta_sector_off(c->block_size, s), 0);
 
 		if (r < 0)
 			return (int)r;
 		if ((uint64_t)r < cnt * 8)
-			memset((char *)(out + (b - first)) + r, 0, cnt * 8 - r);
-		b += cnt;
+			memset((char *)(out + (s - first)) + r, 0, cnt * 8 - r);
+		s += cnt;
 	}
 	return 0;
+}
+
+/* The checksums of blocks [first, first+n): n * cache_spb(bs) of them. */
+int cache_load_block_csums(struct cache *c, int meta_fd, uint64_t first,
+			   uint64_t n, uint64_t *out)
+{
+	uint32_t spb = cache_spb(c->block_size);
+
+	return cache_load_csums(c, meta_fd, first * spb, n * spb, out);
 }
 
 static int read_flags(const struct cache *c)
@@ -37,19 +47,17 @@ static int read_flags(const struct cache *c)
 	return c->write_mode == CACHE_WRITE_DONTCACHE ? RWF_DONTCACHE : 0;
 }
 
-/* Read the blocks [first, first+n) of an object of size size into buf
- * (aligned, room for the DIO-rounded length). For DIRECT mode the data fd
- * has O_DIRECT and reads use it too: reading verified blocks through the
- * page cache would keep a second copy of data the gateway's own page cache
- * (FUSE keep_cache) already holds, which is what DIRECT exists to avoid.
- * Bytes past the end of the file read as zeros (a hole) and fail to verify
- * unless they really are zeros. Returns the logical length or -errno. */
-static ssize_t read_blocks(struct cache *c, int fd, bool direct,
-			   uint64_t first, uint64_t n, uint64_t size, void *buf)
+/* Read the bytes [start, end) of an object of size size (start a multiple
+ * of CACHE_SECTOR, end one too or size) into buf (aligned, room for the
+ * DIO-rounded length). For DIRECT mode the data fd has O_DIRECT and reads
+ * use it too: reading verified blocks through the page cache would keep a
+ * second copy of data the gateway's own page cache (FUSE keep_cache)
+ * already holds, which is what DIRECT exists to avoid. Bytes past the end
+ * of the file read as zeros (a hole) and fail to verify unless they really
+ * are zeros. Returns the logical length or -errno. */
+static ssize_t read_range(struct cache *c, int fd, bool direct,
+			  uint64_t start, uint64_t end, void *buf)
 {
-	uint32_t bs = c->block_size;
-	uint64_t start = first * bs;
-	uint64_t end = (first + n) * bs < size ? (first + n) * bs : size;
 	size_t len = end - start;
 	size_t rlen = direct ? ALIGN_UP(len, CACHE_DIO_ALIGN) : len;
 	ssize_t r = cache_pread(c, fd, buf, rlen, start, read_flags(c));
@@ -61,6 +69,24 @@ static ssize_t read_blocks(struct cache *c, int fd, bool direct,
 	if (c->write_mode == CACHE_WRITE_FADVISE)
 		posix_fadvise(fd, start, rlen, POSIX_FADV_DONTNEED);
 	return len;
+}
+
+/* The first sector of [s0, s0 + n), whose bytes are at data and which end
+ * at byte end of the object, that fails its checksum; s0 + n if none. */
+static uint64_t first_bad_sector(uint64_t salt, uint64_t s0, uint64_t n,
+				 const void *data, uint64_t end,
+				 const uint64_t *csums)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t sstart = (s0 + i) * CACHE_SECTOR;
+		uint64_t slen = end - sstart < CACHE_SECTOR ? end - sstart : CACHE_SECTOR;
+
+		if (cache_sector_csum(salt, s0 + i,
+				      (const char *)data + i * CACHE_SECTOR,
+				      slen) != csums[i])
+			return s0 + i;
+	}
+	return s0 + n;
 }
 
 void *cache_alloc_aligned(size_t len)
@@ -138,8 +164,9 @@ uint64_t cache_next_present(struct cache_obj *o, uint64_t off, uint64_t end)
 ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 {
 	struct cache *c = o->c;
-	uint32_t bs = c->block_size;
-	uint64_t size, first, n, salt, gen, useq, *csums = NULL;
+	uint32_t bs = c->block_size, spb = cache_spb(bs);
+	uint64_t size, first, n, s0, ns, send, salt, gen, useq, *csums = NULL;
+	uint64_t stack_csums[64];
 	void *bounce = NULL, *data;
 	bool direct, bad = false;
 	int fd, meta_fd;
@@ -178,20 +205,24 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 	direct = o->direct;
 	pthread_mutex_unlock(&o->lock);
 
-	/* 2. Data and checksums. */
+	/* 2. The sectors the read touches, and their checksums: only these
+	 *    are read and verified, not the whole blocks. */
+	s0 = off / CACHE_SECTOR;
+	ns = (off + len - 1) / CACHE_SECTOR - s0 + 1;
+	send = (s0 + ns) * CACHE_SECTOR < size ? (s0 + ns) * CACHE_SECTOR : size;
 	ret = -ENOMEM;
-	/* Whole blocks into an aligned buffer: read straight into it. */
-	if (off == first * bs && len == n * bs &&
+	/* Whole sectors into an aligned buffer: read straight into it. */
+	if (off == s0 * CACHE_SECTOR && len == ns * CACHE_SECTOR &&
 	    (uintptr_t)buf % CACHE_DIO_ALIGN == 0)
 		data = buf;
 	else
-		data = bounce = cache_alloc_aligned(n * bs);
-	csums = malloc(n * 8);
+		data = bounce = cache_alloc_aligned(ns * CACHE_SECTOR);
+	csums = ns <= 64 ? stack_csums : malloc(ns * 8);
 	if (!data || !csums)
 		goto out;
-	ret = cache_load_csums(c, meta_fd, first, n, csums);
+	ret = cache_load_csums(c, meta_fd, s0, ns, csums);
 	if (!ret)
-		ret = read_blocks(c, fd, direct, first, n, size, data);
+		ret = read_range(c, fd, direct, s0 * CACHE_SECTOR, send, data);
 	if (ret < 0) {
 		pthread_mutex_lock(&o->lock);
 		if (o->gen == gen)
@@ -199,16 +230,19 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		pthread_mutex_unlock(&o->lock);
 		goto out;
 	}
-	/* 3. Verify every block touched; drop those that fail unless the
-	 *    block changed under us (then it is a race, not corruption). */
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t b = first + i;
-		uint64_t blen = (b + 1) * bs <= size ? bs : size - b * bs;
+	/* 3. Verify every sector touched; drop the blocks of those that
+	 *    fail unless the block changed under us (then it is a race, not
+	 *    corruption). */
+	for (uint64_t s = s0; s < s0 + ns; s++) {
+		uint64_t b;
 
-		if (cache_block_csum(salt, b, (char *)data + i * bs, blen) ==
-		    csums[i])
-			continue;
+		s = first_bad_sector(salt, s, s0 + ns - s,
+				     (char *)data + (s - s0) * CACHE_SECTOR,
+				     send, csums + (s - s0));
+		if (s == s0 + ns)
+			break;
 		bad = true;
+		b = s / spb;
 		pthread_mutex_lock(&o->lock);
 		if (o->gen == gen && o->unmark_seq == useq &&
 		    cache_bit(o->bitmap, b)) {
@@ -222,6 +256,7 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 				cache_obj_fail_locked(o, r, "metadata write");
 		}
 		pthread_mutex_unlock(&o->lock);
+		s = (b + 1) * spb - 1;	/* on to the next block */
 	}
 	if (bad) {
 		ret = -ENODATA;
@@ -229,12 +264,13 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		goto out;
 	}
 	if (data != buf)
-		memcpy(buf, (char *)data + (off - first * bs), len);
+		memcpy(buf, (char *)data + (off - s0 * CACHE_SECTOR), len);
 	STAT_ADD(c, hit_bytes, len);
 	ret = len;
 out:
 	free(bounce);
-	free(csums);
+	if (csums != stack_csums)
+		free(csums);
 	return ret;
 }
 
@@ -243,29 +279,37 @@ out:
 int cache_obj_verify_locked(struct cache_obj *o, bool repair, uint64_t *bad)
 {
 	struct cache *c = o->c;
-	uint32_t bs = c->block_size;
+	uint32_t bs = c->block_size, spb = cache_spb(bs);
+	uint64_t *csums;
 	void *buf;
 	int ret = 0;
 
 	GW_ASSERT_HELD(&o->lock);
 	buf = cache_alloc_aligned(bs);
-	if (!buf)
+	csums = malloc((size_t)spb * 8);
+	if (!buf || !csums) {
+		free(buf);
+		free(csums);
 		return -ENOMEM;
+	}
 	for (uint64_t b = 0; b < o->nblocks && !ret; b++) {
-		uint64_t csum;
+		uint64_t start = b * bs;
+		uint64_t end = start + bs < o->hdr->size ? start + bs : o->hdr->size;
+		uint64_t nsec = (end - start + CACHE_SECTOR - 1) / CACHE_SECTOR;
 		ssize_t len;
 
 		if (!cache_bit(o->bitmap, b))
 			continue;
-		ret = cache_load_csums(c, o->meta_fd, b, 1, &csum);
+		ret = cache_load_block_csums(c, o->meta_fd, b, 1, csums);
 		if (ret)
 			break;
-		len = read_blocks(c, o->data_fd, o->direct, b, 1, o->hdr->size, buf);
+		len = read_range(c, o->data_fd, o->direct, start, end, buf);
 		if (len < 0) {
 			ret = (int)len;
 			break;
 		}
-		if (cache_block_csum(o->hdr->salt, b, buf, len) == csum)
+		if (first_bad_sector(o->hdr->salt, b * spb, nsec, buf, end,
+				     csums) == b * spb + nsec)
 			continue;
 		(*bad)++;
 		cache_log("%s block %llu of object %s fails its checksum",
@@ -277,5 +321,6 @@ int cache_obj_verify_locked(struct cache_obj *o, bool repair, uint64_t *bad)
 		}
 	}
 	free(buf);
+	free(csums);
 	return ret;
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` and `strategies` at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric values, a PNG; leave no mount or origin behind. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds) and `strategies` (1 round) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -18,6 +18,7 @@ work=$(harness_tmpdir bench-work)
 export CACHEGW_BENCH_NFS_PORT=$ORIGIN_NFS_PORT CACHEGW_BENCH_MNT_PORT=$ORIGIN_MNT_PORT
 
 num='^[0-9]+(\.[0-9]+)?$'
+spread='^[0-9]+(\.[0-9]+)?-[0-9]+(\.[0-9]+)?$'
 
 # check_csv FILE HEADER FIRST_NUMERIC_COL LAST_NUMERIC_COL KEY...: header
 # exact, one row per KEY in that order, numeric values in the given columns.
@@ -43,25 +44,47 @@ plot=
 command -v gnuplot >/dev/null 2>&1 && plot=$work/strategies.png
 
 t0=$SECONDS
-timeout -k 10 120 "$BENCH" reads --size 32M --small-files 200 --runtime 2 --quiet \
+timeout -k 10 150 "$BENCH" reads --size 16M --small-files 50 --runtime 1 --rounds 2 --quiet \
 	--workdir "$work" --csv "$work/reads.csv" >"$work/reads.out" 2>"$work/reads.err"
 rc=$?
 [ $rc = 0 ] || { bad "cachegw-bench reads exited $rc"; tail -n 30 "$work/reads.err" >&2; }
 grep -q '^# cachegw-bench reads ' "$work/reads.out" || bad "reads: no header line"
 grep -q '^# host .*kernel ' "$work/reads.out" || bad "reads: no kernel in the header"
 grep -q '^metric  *unit  *gateway  *baseline  *ratio' "$work/reads.out" || bad "reads: no table"
-check_csv "$work/reads.csv" metric,unit,gateway,baseline,ratio,baseline_is 3 5 \
-	cold_seq_read warm_seq_read hot_seq_read small_files_cold small_files_warm \
-	small_files_stat_warm random_4k_warm
+check_csv "$work/reads.csv" \
+	metric,unit,gateway,baseline,ratio,ratio_spread,gateway_spread,baseline_spread,gw_cpu_s_per_GiB,rounds,baseline_is 3 5 \
+	cold_seq_read warm_seq_read hot_seq_read many_cold_read many_warm_read small_files_cold \
+	small_files_warm small_files_stat_warm random_4k_warm random_4k_warm_buffered
+# Every row: spreads min-max, 2 rounds; CPU per GiB where bytes were read.
+while IFS=, read -r key _ _ _ _ rs gs bs cpu n _; do
+	for v in "$rs" "$gs" "$bs"; do
+		[[ $v =~ $spread ]] || bad "reads.csv row $key: spread '$v' is not MIN-MAX"
+	done
+	[ "$n" = 2 ] || bad "reads.csv row $key: rounds '$n', want 2"
+	[ "$key" = small_files_stat_warm ] || [[ $cpu =~ $num ]] || bad "reads.csv row $key: gw_cpu_s_per_GiB '$cpu' is not a number"
+done < <(tail -n +2 "$work/reads.csv")
 
-timeout -k 10 120 "$BENCH" strategies --size 32M --quiet --workdir "$work" \
+timeout -k 10 120 "$BENCH" strategies --size 32M --rounds 1 --quiet --workdir "$work" \
 	--csv "$work/strategies.csv" ${plot:+--plot "$plot"} >"$work/strategies.out" 2>"$work/strategies.err"
 rc=$?
 [ $rc = 0 ] || { bad "cachegw-bench strategies exited $rc"; tail -n 30 "$work/strategies.err" >&2; }
 grep -q '^strategy  *fill_MBps' "$work/strategies.out" || bad "strategies: no table"
 check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,cpu_s,page_cache_MiB,rss_MiB,warm_read_MBps,cache_file_cached_MiB,warm_origin_MiB \
-	2 8 buffered dontcache direct fadvise
+	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+	2 2 buffered dontcache direct fadvise
+check_csv "$work/strategies.csv" \
+	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+	6 7 buffered dontcache direct fadvise
+# page_cache_MiB (8) is a growth: negative when other jobs free memory.
+num='^-?[0-9]+(\.[0-9]+)?$' check_csv "$work/strategies.csv" \
+	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+	8 8 buffered dontcache direct fadvise
+check_csv "$work/strategies.csv" \
+	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+	9 10 buffered dontcache direct fadvise
+check_csv "$work/strategies.csv" \
+	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+	12 14 buffered dontcache direct fadvise
 if [ -n "$plot" ]; then
 	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"
 fi

@@ -12,11 +12,11 @@ static void forge_mark(const char *meta, uint64_t blk, uint64_t csum)
 	int fd = open(meta, O_RDWR);
 
 	CHECK(fd >= 0);
-	CHECK(pwrite(fd, &csum, 8, cache_meta_csum_off(blk)) == 8);
-	if (pread(fd, &w, 8, cache_meta_word_off(blk)) != 8)
+	CHECK(pwrite(fd, &csum, 8, cache_meta_csum_off(bs, blk)) == 8);
+	if (pread(fd, &w, 8, cache_meta_word_off(bs, blk)) != 8)
 		w = 0;
 	w |= 1ull << (blk % 64);
-	CHECK(pwrite(fd, &w, 8, cache_meta_word_off(blk)) == 8);
+	CHECK(pwrite(fd, &w, 8, cache_meta_word_off(bs, blk)) == 8);
 	close(fd);
 }
 
@@ -65,7 +65,7 @@ int main(void)
 	CHECK_EQ(cache_fill(o, data, size, 0), 0);
 	cache_drain(c);
 	fd = open(t_objfile(c, "k", true), O_RDONLY);
-	CHECK(pread(fd, &stale, 8, cache_meta_csum_off(4)) == 8);
+	CHECK(pread(fd, &stale, 8, cache_meta_csum_off(bs, 4)) == 8);
 	close(fd);
 	CHECK_EQ(cache_obj_check(o, "v2", 2, size), 1);
 	CHECK_EQ(cache_fill(o, other, 4 * bs, 0), 0);	/* new bytes, blocks 0-3 */

@@ -33,7 +33,7 @@ int main(void)
 	CHECK(!memcmp(back, data, size));
 
 	/* 2. Checksum entry of block 0 flipped. */
-	t_flip(t_objfile(c, "k", true), cache_meta_csum_off(0) + 3);
+	t_flip(t_objfile(c, "k", true), cache_meta_csum_off(bs, 0) + 3);
 	CHECK_EQ(cache_read(o, back, size, 0), -ENODATA);
 	CHECK_EQ(t_stats(c).corrupt_blocks, 2);
 	CHECK_EQ(cache_fill(o, data, bs, 0), 0);
