@@ -279,6 +279,8 @@ struct gw_file {
 	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
+	bool inval_attr;		/* the open found a new version: the
+					 * kernel's attributes are stale */
 };
 /* Set up fi for ino (access check, close-to-open, keep_cache, cache
  * object). created: attributes from a CREATE that just made the file (no

@@ -570,9 +570,11 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			   same_version(&ino->open_attr, &a)));
 	if (!fi->keep_cache)
 		ino->pages_stale = false;
-	if (ino->opened_before && !fi->keep_cache)
+	if (ino->opened_before && !fi->keep_cache) {
 		__atomic_fetch_add(&gw->kernel_cache_drops, 1,
 				   __ATOMIC_RELAXED);
+		f->inval_attr = true;
+	}
 	ino->open_attr = a;
 	ino->opened_before = true;
 	pthread_mutex_unlock(&ino->lock);
@@ -634,6 +636,7 @@ static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	bool inval;
 	int ret;
 
 	if (!ino) {
@@ -645,8 +648,19 @@ static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	inval = ((struct gw_file *)(uintptr_t)fi->fh)->inval_attr;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
 		gw_file_release(gw, ino, fi);	/* interrupted */
+		return;
+	}
+	/* 7. Close-to-open: the open found another version than the one the
+	 *    kernel's pages hold; its size may be as old (the OPEN reply
+	 *    carries no attributes, and the kernel trusts its own for
+	 *    acregmin). Make it ask again, so that a read past its old end
+	 *    of file sees the new one. Attributes only (offset -1): no page
+	 *    is touched, nothing waits for this open. */
+	if (inval)
+		fuse_lowlevel_notify_inval_inode(gw->se, nodeid, -1, 0);
 }
 
 #define INODE_OR_ESTALE(gw, req, nodeid, ino)				\
