@@ -11,6 +11,7 @@
  * fill.c:  the fill thread (completed fetches into the cache).
  * readahead.c: readahead policy.
  * write.c: writes, the write window, COMMIT.
+ * bdi.c:   the FUSE bdi's dirty-page limits (writeback).
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
  * metrics.c: the Prometheus HTTP endpoint (metrics=).

@@ -112,9 +112,13 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 	if (gw->o->writeback) {
 		if (conn->capable & FUSE_CAP_WRITEBACK_CACHE)
 			conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-		else
+		else {
+			/* Before any request: the option is read only by
+			 * them. */
+			gw->o->writeback = false;
 			gw_log("writeback: the kernel offers no write-back "
 			       "cache; writing through");
+		}
 	}
 }
 
