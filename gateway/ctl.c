@@ -55,7 +55,13 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  gw->win_used);
 	M("write_window_waits_total", "counter",
 	  "Writes that waited for room in the write window.", gw->win_waits);
+	M("write_window_wait_microseconds_total", "counter",
+	  "Time writes waited for room in the write window.",
+	  gw->win_wait_ns / 1000);
 	pthread_mutex_unlock(&gw->win_lock);
+	M("write_writepage_total", "counter",
+	  "WRITEs of dirty pages the kernel flushed (writeback, mmap).",
+	  __atomic_load_n(&gw->writepage_writes, __ATOMIC_RELAXED));
 	M("write_resends_total", "counter",
 	  "Extents written again because the origin's verifier changed.",
 	  __atomic_load_n(&gw->resends, __ATOMIC_RELAXED));

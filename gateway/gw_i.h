@@ -11,6 +11,7 @@
  * fill.c:  the fill thread (completed fetches into the cache).
  * readahead.c: readahead policy.
  * write.c: writes, the write window, COMMIT.
+ * bdi.c:   the FUSE bdi's dirty-page limits (writeback).
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
  * buf.c:   shared data buffers.  ctl.c: the control socket.
  * metrics.c: the Prometheus HTTP endpoint (metrics=).
@@ -79,6 +80,7 @@ struct gw_opts {
 	bool soft;
 	unsigned acregmin, acregmax, acdirmin, acdirmax;	/* seconds */
 	bool nocto;
+	bool writeback;			/* FUSE_CAP_WRITEBACK_CACHE */
 	/* cache */
 	uint64_t cache_size;		/* bytes, 0 = no cap */
 	uint32_t cache_block;		/* bytes, 0 = default */
@@ -302,6 +304,8 @@ struct gw_file {
 	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
+	bool inval_attr;		/* the open found a new version: the
+					 * kernel's attributes are stale */
 };
 /* Set up fi for ino (access check, close-to-open, keep_cache, cache
  * object). created: attributes from a CREATE that just made the file (no
@@ -343,8 +347,13 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    struct nfsc_attr *fresh, bool *has_fresh);
 
 /* ---- write.c ---- */
+/* writepage: the kernel flushing its page cache (fi->writepage), not a
+ * write(2) waiting for the answer. */
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	      struct gw_file *f, const char *buf, size_t size, off_t off);
+	      struct gw_file *f, const char *buf, size_t size, off_t off,
+	      bool writepage);
+/* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
+void gw_set_kernel_dirty_limits(const struct gw_opts *o);
 /* Report (and clear) a pending write error; commit: COMMIT first. */
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
 void gw_write_forget(struct gw_inode *ino);
@@ -509,6 +518,10 @@ struct gw {
 	pthread_cond_t win_cond;	/* with win_lock: room in the window */
 	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
 	uint64_t win_waits;		/* writers that waited, win_lock */
+	uint64_t win_wait_ns;		/* and how long, in all, win_lock */
+	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
+					 * (writeback, mmap) (atomic) */
+	int dirty_limits_set;		/* bdi dirty limits raised (atomic) */
 	uint64_t resends;		/* extents resent after a verifier
 					 * change (atomic) */
 	uint64_t wcc_foreign;		/* WRITEs whose pre-op attributes

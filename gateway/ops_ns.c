@@ -419,7 +419,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	struct nfsc_post post;
 	struct nfsc_cred cr;
 	struct stat out;
-	bool killpriv;
+	bool killpriv, kernel_times;
 	int ret;
 
 	if (!ino) {
@@ -448,12 +448,38 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		sa.mtime = st->st_mtim;
 	}
 	gw_req_cred(req, &cr);
-	killpriv = kill_priv_only(ino, &sa, &cr);
+	/* writeback: the kernel keeps the mtime of a file it writes in its
+	 * page cache and sends it (MTIME|CTIME, with SIZE for a truncate) at
+	 * close, fsync and from its flusher - as whoever closes, or as root
+	 * with no pid. A writer that is not the owner may not set an explicit
+	 * mtime at the origin (EPERM), where its write on a local fs sets it:
+	 * such a SETATTR goes with the opener's credentials, and with the
+	 * origin's own time if the origin refuses the kernel's, which is what
+	 * the WRITEs set there anyway. (An explicit time of the user's own
+	 * from a non-owner never gets here: the kernel refuses it first,
+	 * default_permissions.) */
+	kernel_times = gw->o->writeback && (to_set & FUSE_SET_ATTR_CTIME) &&
+		       (to_set & FUSE_SET_ATTR_MTIME);
+	if (kernel_times) {
+		pthread_mutex_lock(&ino->lock);
+		kernel_times = ino->attr.type == NFSC_REG;
+		pthread_mutex_unlock(&ino->lock);
+	}
+	if (kernel_times && fi && fi->fh)
+		cr = ((struct gw_file *)(uintptr_t)fi->fh)->cred;
+	if (kernel_times) {
+		/* The kernel's mtime, not the caller's: judged without it. */
+		struct nfsc_sattr k = sa;
+
+		k.mtime_how = NFSC_TIME_KEEP;
+		killpriv = kill_priv_only(ino, &k, &cr);
+	} else {
+		killpriv = kill_priv_only(ino, &sa, &cr);
+	}
 	if (killpriv)
 		sa.set_mode = false;
 	/* Uncommitted writes are committed before a truncate: kept for a
 	 * resend after it, they could bring cut data back. */
-	(void)fi;
 	if (sa.set_size) {
 		ret = gw_write_flush(gw, ino, true);
 		if (ret) {
@@ -476,6 +502,11 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		return;
 	}
 	ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
+	if (kernel_times && (ret == -EPERM || ret == -EACCES) &&
+	    sa.mtime_how == NFSC_TIME_CLIENT) {
+		sa.mtime_how = NFSC_TIME_SERVER;
+		ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
+	}
 	if (!ret && !post.has_attr)
 		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
 	if (ret) {

@@ -21,7 +21,7 @@ enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
 	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
 	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW,
-	KEY_CWRITES, KEY_METRICS,
+	KEY_CWRITES, KEY_METRICS, KEY_WRITEBACK, KEY_NOWRITEBACK,
 };
 
 #define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
@@ -54,6 +54,8 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("hard", KEY_HARD),
 	FUSE_OPT_KEY("nocto", KEY_NOCTO),
 	FUSE_OPT_KEY("cto", KEY_CTO),
+	FUSE_OPT_KEY("writeback", KEY_WRITEBACK),
+	FUSE_OPT_KEY("nowriteback", KEY_NOWRITEBACK),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_IGNORE),
@@ -122,6 +124,8 @@ void gw_usage(const char *prog)
 "  actimeo=S            sets acregmin, acregmax, acdirmin, acdirmax\n"
 "  acregmin=S,acregmax=S,acdirmin=S,acdirmax=S  attribute cache [3,60,30,60]\n"
 "  nocto                no attribute check on open\n"
+"  writeback            kernel write-back cache: writes land in the page\n"
+"                       cache, reach the origin at flush/fsync/close [off]\n"
 "  allow_other          let other users use the mount\n"
 "  ro                   read-only mount\n"
 "  max_threads=N        FUSE worker threads [16]\n"
@@ -324,6 +328,12 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 0;
 	case KEY_CTO:
 		o->nocto = false;
+		return 0;
+	case KEY_WRITEBACK:
+		o->writeback = true;
+		return 0;
+	case KEY_NOWRITEBACK:
+		o->writeback = false;
 		return 0;
 	case KEY_ALLOW_OTHER:
 		o->allow_other = true;

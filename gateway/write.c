@@ -1,4 +1,12 @@
-/* write.c - the write path: write-through to the origin.
+/* write.c - the write path: each FUSE WRITE to the origin.
+ *
+ * Write-through (default): every write(2) is a FUSE WRITE. Writeback
+ * (-o writeback, FUSE_CAP_WRITEBACK_CACHE): write(2) lands in the kernel's
+ * page cache, and the kernel sends the dirty pages as WRITEs of up to
+ * max_write from its flusher, at fsync and at close (flush waits for
+ * them); these arrive with uid/gid/pid 0, so the credentials used are
+ * those of the file they come through (the opener's, f->cred). The steps
+ * are the same for both:
  *
  * 1. A FUSE write waits for room in the mount's write window (bytes of
  *    WRITE in flight, write_window=); it is never failed for lack of room.
@@ -41,14 +49,24 @@ struct gw_extent {
 
 /* ---- the window ---- */
 
+/* Congestion blocks, as the Linux NFS client's does since it stopped
+ * abandoning writeback rounds: the writer (a FUSE thread serving the
+ * kernel's flusher, in writeback mode) sleeps until enough of what is in
+ * flight has been answered. Nothing is failed or dropped for lack of room. */
 static void window_get(struct gw *gw, size_t n)
 {
+	uint64_t t0 = 0;
+
 	pthread_mutex_lock(&gw->win_lock);
 	/* A request bigger than the window runs alone rather than never. */
-	while (gw->win_used > 0 && gw->win_used + n > gw->o->write_window) {
+	if (gw->win_used > 0 && gw->win_used + n > gw->o->write_window) {
 		gw->win_waits++;
-		pthread_cond_wait(&gw->win_cond, &gw->win_lock);
+		t0 = gw_now_ns();
 	}
+	while (gw->win_used > 0 && gw->win_used + n > gw->o->write_window)
+		pthread_cond_wait(&gw->win_cond, &gw->win_lock);
+	if (t0)
+		gw->win_wait_ns += gw_now_ns() - t0;
 	gw->win_used += n;
 	pthread_mutex_unlock(&gw->win_lock);
 }
@@ -452,7 +470,8 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
 }
 
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	      struct gw_file *f, const char *buf, size_t size, off_t off)
+	      struct gw_file *f, const char *buf, size_t size, off_t off,
+	      bool writepage)
 {
 	struct gw_extent *e;
 	struct nfsc_attr known;
@@ -461,6 +480,8 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	uint64_t seq;
 	int ret;
 
+	if (writepage)
+		__atomic_fetch_add(&gw->writepage_writes, 1, __ATOMIC_RELAXED);
 	e = malloc(sizeof(*e) + size);
 	if (!e) {
 		fuse_reply_err(req, ENOMEM);
@@ -513,6 +534,11 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 * behind it now. Drop it. */
 		gw_cache_drop(gw, ino);
 		pthread_mutex_lock(&ino->lock);
+		/* A write-back WRITE's error reaches no write(2): the kernel
+		 * marks its mapping, and the flush or fsync says it too, as
+		 * the NFS client's close and fsync do (ENOSPC, EDQUOT). */
+		if (writepage && !ino->write_err)
+			ino->write_err = ret;
 		ino->writes_done++;
 		pthread_cond_broadcast(&ino->fetch_cond);
 		pthread_mutex_unlock(&ino->lock);

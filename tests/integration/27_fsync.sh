@@ -15,7 +15,7 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 work=$(harness_tmpdir work)
 OPS=$work/ops.py
 cat >"$OPS" <<-'PY'
-	import errno, os, sys, threading, time
+	import ctypes, errno, os, sys, threading, time
 
 	def res(f):
 	    try:
@@ -81,6 +81,13 @@ cat >"$OPS" <<-'PY'
 	    path, a, b, done_a, go = sys.argv[2:7]
 	    fd = os.open(path, os.O_WRONLY)
 	    os.write(fd, open(a, "rb").read())
+	    # With -o writeback, A is in the page cache: have the kernel send
+	    # its WRITEs now (no COMMIT), as write-through does at write().
+	    # SYNC_FILE_RANGE_WAIT_BEFORE|WRITE|WAIT_AFTER.
+	    if ctypes.CDLL(None, use_errno=True).sync_file_range(
+	            fd, ctypes.c_longlong(0), ctypes.c_longlong(0), 7) != 0:
+	        print("sync_file_range: errno %d" % ctypes.get_errno())
+	        sys.exit(1)
 	    open(done_a, "w").close()
 	    end = time.time() + 60
 	    while not os.path.exists(go) and time.time() < end:

@@ -24,7 +24,8 @@
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
 #   mount_gateway URL MNT [OPTS]         start "$CACHEGW URL MNT -f -o OPTS"
 #                                        (stderr -> $GW_LOG), wait for mount;
-#                                        sets GW_PID, GW_LOG, GW_MNT
+#                                        sets GW_PID, GW_LOG, GW_MNT;
+#                                        $CACHEGW_TEST_GW_OPTS is added to OPTS
 #   unmount_gateway MNT                  fusermount3 -u, wait for exit (20 s),
 #                                        fail on non-zero exit / sanitizer log
 #   is_mounted MNT                       true if MNT is a mount point (reads
@@ -457,6 +458,11 @@ sanitizer_check() {
 # background, stderr to GW_LOG; wait up to 20 s for the mount.
 mount_gateway() {
 	local url=$1 mnt=$2 opts=${3:-} i logdir
+	# CACHEGW_TEST_GW_OPTS: options added to every mount (tools/test's
+	# write-back pass sets writeback).
+	if [ -n "${CACHEGW_TEST_GW_OPTS:-}" ]; then
+		opts=${opts:+$opts,}$CACHEGW_TEST_GW_OPTS
+	fi
 	logdir=$(_harness_base) || return 1
 	GW_LOG=$(mktemp "$logdir/gateway.XXXXXX.log")
 	GW_MNT=$mnt

@@ -1,0 +1,86 @@
+/* bdi.c - the FUSE mount's backing_dev_info: its dirty-page limits.
+ *
+ * The kernel gives every FUSE bdi strict_limit=1 and max_ratio=1: the
+ * mount's dirty pages are held to 1 % of the dirty threshold (on this
+ * 6.18 kernel with 24 GiB: max_bytes 48,867,696), enforced even when the
+ * machine has little dirty memory in all, so that an unprivileged FUSE
+ * server cannot pin memory. With the write-back cache that makes writers
+ * sleep in balance_dirty_pages far below what the origin takes. cachegw is
+ * started by root; it lets its bdi use the global limits instead
+ * (vm.dirty_ratio / dirty_bytes still bound it), as the NFS client's bdi
+ * does. read_ahead_kb is raised in main.c (gw_set_kernel_readahead).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gw_i.h"
+
+/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found. */
+static bool bdi_dir(const struct gw_opts *o, char *path, size_t len)
+{
+	char line[4096], mnt[PATH_MAX], *real;
+	unsigned maj = 0, min = 0;
+	bool found = false;
+	FILE *f;
+
+	real = realpath(o->mountpoint, NULL);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (real && f) {
+		/* Later lines are newer mounts: the last match is ours. */
+		while (fgets(line, sizeof(line), f)) {
+			unsigned a, b;
+
+			if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b,
+				   mnt) == 3 && !strcmp(mnt, real) &&
+			    strstr(line, "fuse.cachegw")) {
+				maj = a;
+				min = b;
+				found = true;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	free(real);
+	if (found)
+		snprintf(path, len, "/sys/class/bdi/%u:%u", maj, min);
+	return found;
+}
+
+static void bdi_write(const char *dir, const char *name, const char *val)
+{
+	char path[256];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = write(fd, val, strlen(val));
+		close(fd);
+	}
+	if (n != (ssize_t)strlen(val))
+		gw_log("writeback: cannot set %s to %s: %s (the kernel keeps "
+		       "this mount's dirty pages small)", path, val,
+		       n < 0 ? strerror(errno) : "short write");
+}
+
+void gw_set_kernel_dirty_limits(const struct gw_opts *o)
+{
+	char dir[128];
+
+	if (!bdi_dir(o, dir, sizeof(dir))) {
+		gw_log("writeback: no bdi found for %s", o->mountpoint);
+		return;
+	}
+	/* max_ratio first: max_bytes is the same limit in bytes (writing
+	 * either sets both); then lift the strict per-bdi limit. */
+	bdi_write(dir, "max_ratio", "100");
+	bdi_write(dir, "strict_limit", "0");
+}

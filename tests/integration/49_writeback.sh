@@ -1,0 +1,148 @@
+#!/bin/bash
+# -o writeback (the kernel's FUSE write-back cache): random 4 KiB writes reach the origin as fewer, larger WRITEs of the kernel's dirty pages; after close a second gateway mount and libnfs (nfs-cat) read exactly the bytes written; with write_window=64k four writers wait for the window (waits and time counted) and every byte arrives; a full origin (tmpfs, size=4m) makes fsync and close fail with ENOSPC; after kill -9 of the gateway what was fsync'ed is at the origin, and the cache it left verifies and serves the same bytes.
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+harness_require_inspect
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+data=$(harness_tmpdir origin-data)
+work=$(harness_tmpdir work)
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+mnt=$(harness_tmpdir mnt)
+mnt2=$(harness_tmpdir mnt2)
+cdir=$(harness_tmpdir cache)
+cdir2=$(harness_tmpdir cache2)
+
+# rw.py FILE SEED N: N random 4 KiB pwrite()s into a 4 MiB file (the same
+# ones for the same seed), then the expected bytes to FILE.expect; with a
+# 4th argument, also the close()'s result ("ok" or the errno name).
+cat >"$work/rw.py" <<-'PY'
+	import errno, os, random, sys
+	path, seed, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	rnd = random.Random(seed)
+	size = 4 << 20
+	model = bytearray(size)
+	fd = os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+	os.pwrite(fd, b"\0", size - 1)
+	for i in range(n):
+	    off = rnd.randrange(0, size // 4096) * 4096
+	    buf = rnd.randbytes(4096)
+	    os.pwrite(fd, buf, off)
+	    model[off:off + 4096] = buf
+	os.close(fd)
+	open(sys.argv[4], "wb").write(model)
+	PY
+# full.py FILE BYTES fsync|close: write BYTES, then fsync (or only close);
+# prints what each call gave ("write ok fsync ENOSPC close ok").
+cat >"$work/full.py" <<-'PY'
+	import errno, os, sys
+	path, n, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+	def res(f):
+	    try:
+	        f()
+	        return "ok"
+	    except OSError as e:
+	        return errno.errorcode[e.errno]
+	fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+	out = ["write", res(lambda: os.write(fd, b"x" * n))]
+	if how == "fsync":
+	    out += ["fsync", res(lambda: os.fsync(fd))]
+	out += ["close", res(lambda: os.close(fd))]
+	print(" ".join(out))
+	PY
+
+# ---- 1. Random 4 KiB writes; close-to-open for another mount and libnfs.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
+WB_PID=$GW_PID WB_LOG=$GW_LOG
+# acregmin=30: the reader's kernel holds the old size for 30 s unless the
+# open that sees the new version tells it otherwise (close-to-open).
+mount_gateway "$ORIGIN_URL" "$mnt2" "cache_dir=$cdir2,acregmin=30,acregmax=60" || exit 1
+R_PID=$GW_PID R_LOG=$GW_LOG
+# The second mount has the file's old (empty) version in its page cache.
+: >"$mnt/rand.bin"
+timeout 20 cat "$mnt2/rand.bin" >/dev/null
+timeout 60 "$PY" "$work/rw.py" "$mnt/rand.bin" 7 2000 "$work/rand.expect" ||
+	bad "(1) random writes through the writeback mount failed"
+cmp -s "$work/rand.expect" "$data/rand.bin" || bad "(1) the origin's bytes differ after close"
+cmp -s "$work/rand.expect" "$mnt2/rand.bin" || bad "(1) a second mount reads other bytes after the close: $(cmp "$work/rand.expect" "$mnt2/rand.bin" 2>&1 | head -c 300) size $(stat -c %s "$mnt2/rand.bin")"
+timeout 20 nfs-cat "$(origin_url origin rand.bin)" >"$work/rand.nfscat" 2>/dev/null ||
+	bad "(1) nfs-cat failed"
+cmp -s "$work/rand.expect" "$work/rand.nfscat" || bad "(1) libnfs reads other bytes after the close"
+cmp -s "$work/rand.expect" "$mnt/rand.bin" || bad "(1) the writeback mount reads other bytes"
+wp=$(gw_metric "$cdir" write_writepage_total)
+echo "  (1) 2000 random 4 KiB writes reached the origin in ${wp:-?} WRITEs of dirty pages" >&2
+[ "${wp:-0}" -ge 1 ] && [ "${wp:-0}" -lt 2000 ] ||
+	bad "(1) write_writepage_total is '${wp:-}', want 1..1999 (no write-back cache?)"
+unmount_gateway "$mnt2" "$R_PID" "$R_LOG" || bad "(1) unmount of the second mount"
+unmount_gateway "$mnt" "$WB_PID" "$WB_LOG" || bad "(1) unmount / gateway exit (log: $WB_LOG)"
+
+# ---- 2. Congestion: write_window=64k, four writers; they wait, nothing is
+# lost, and the bdi's strict 1 % dirty limit is lifted.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback,write_window=64k" || exit 1
+for i in 1 2 3 4; do head -c $((8 << 20)) /dev/urandom >"$work/w$i"; done
+pids=()
+for i in 1 2 3 4; do
+	timeout 60 dd if="$work/w$i" of="$mnt/w$i" bs=1M conv=fsync status=none &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || bad "(2) a dd writer exited $?"; done
+for i in 1 2 3 4; do
+	cmp -s "$work/w$i" "$data/w$i" || bad "(2) w$i at the origin differs"
+done
+waits=$(gw_metric "$cdir" write_window_waits_total)
+us=$(gw_metric "$cdir" write_window_wait_microseconds_total)
+inflight=$(gw_metric "$cdir" write_window_bytes)
+bdi=/sys/class/bdi/$(mountpoint -d "$mnt")
+echo "  (2) window waits ${waits:-?}, ${us:-?} us waited, in flight ${inflight:-?}; bdi strict_limit $(cat "$bdi/strict_limit") max_ratio $(cat "$bdi/max_ratio")" >&2
+[ "${waits:-0}" -gt 0 ] || bad "(2) no writer waited for a 64 KiB window"
+[ "${us:-0}" -gt 0 ] || bad "(2) no time waited counted"
+[ "${inflight:-x}" = 0 ] || bad "(2) ${inflight:-?} bytes still in flight"
+[ "$(cat "$bdi/strict_limit")" = 0 ] || bad "(2) the bdi's strict_limit is still on"
+[ "$(cat "$bdi/max_ratio")" = 100 ] || bad "(2) the bdi's max_ratio is $(cat "$bdi/max_ratio"), want 100"
+unmount_gateway "$mnt" || bad "(2) unmount / gateway exit (log: $GW_LOG)"
+
+# ---- 3. A full origin: ENOSPC comes back from fsync, and from close.
+small=$(harness_tmpdir small)
+mount -t tmpfs -o size=4m cachegw-test-small "$small" || { bad "(3) cannot mount a tmpfs"; exit 1; }
+harness_register_mount "$small"
+origin_start small "$small" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+csmall=$(harness_tmpdir csmall)
+mount_gateway "$SMALL_URL" "$mnt" "cache_dir=$csmall,writeback" || exit 1
+out=$(timeout 60 "$PY" "$work/full.py" "$mnt/a" $((8 << 20)) fsync 2>&1)
+echo "  (3) 8 MiB into 4 MiB, fsync: $out" >&2
+case $out in
+"write ok fsync ENOSPC close "*) ;;
+*) bad "(3) fsync on a full origin: '$out', want 'write ok fsync ENOSPC close ...'" ;;
+esac
+rm -f "$mnt/a"
+out=$(timeout 60 "$PY" "$work/full.py" "$mnt/b" $((8 << 20)) close 2>&1)
+echo "  (3) 8 MiB into 4 MiB, close: $out" >&2
+[ "$out" = "write ok close ENOSPC" ] || bad "(3) close on a full origin: '$out', want 'write ok close ENOSPC'"
+rm -f "$mnt/b"
+unmount_gateway "$mnt" || bad "(3) unmount / gateway exit (log: $GW_LOG)"
+origin_stop small
+
+# ---- 4. kill -9: what was fsync'ed is at the origin; the cache is sound.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
+head -c $((3 << 20)) /dev/urandom >"$work/k1"
+head -c $((3 << 20)) /dev/urandom >"$work/k2"
+timeout 30 dd if="$work/k1" of="$mnt/k1" bs=64k conv=fsync status=none || bad "(4) dd k1 exited $?"
+timeout 30 cat "$mnt/k1" >/dev/null
+timeout 30 dd if="$work/k2" of="$mnt/k2" bs=64k status=none || bad "(4) dd k2 exited $?"
+kill -9 "$GW_PID"
+wait "$GW_PID" 2>/dev/null
+fusermount3 -u -z "$mnt" 2>/dev/null
+cmp -s "$work/k1" "$data/k1" || bad "(4) the fsync'ed file is not at the origin after kill -9"
+echo "  (4) after kill -9: k2 (never fsync'ed) has $(stat -c %s "$data/k2" 2>/dev/null || echo no) bytes at the origin" >&2
+cache_inspect verify --cache-dir "$cdir" >"$work/verify" 2>&1 || bad "(4) verify of the cache left by kill -9: $(tail -n 3 "$work/verify")"
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
+cmp -s "$work/k1" "$mnt/k1" || bad "(4) after the restart the mount reads other bytes of k1"
+unmount_gateway "$mnt" || bad "(4) unmount / gateway exit (log: $GW_LOG)"
+exit $fail
