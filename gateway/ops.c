@@ -661,7 +661,7 @@ static void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 	 *    acregmin). Make it ask again, so that a read past its old end
 	 *    of file sees the new one. Before the reply: after it, the
 	 *    opener's first read can come before the notification (seen in
-	 *    test 49, 1 run in 5). Attributes only (offset -1): no page and
+	 *    test 50, 1 run in 5). Attributes only (offset -1): no page and
 	 *    no inode lock is touched, so it cannot wait for this open. */
 	inval = ((struct gw_file *)(uintptr_t)fi->fh)->inval_attr;
 	if (inval)
