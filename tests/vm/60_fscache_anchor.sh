@@ -354,6 +354,8 @@ fsc_mount
 step "a working set of $WSET_BYTES bytes, larger than either cache (cachegw cache_size $((GW_CAP / MiB)) MiB; fscache $(( $(fsc_avail_kib) / 1024 )) MiB free, caching stops at 19 MiB free)"
 gw_ok=0 fsc_ok=0 gw_max=0 fsc_max=0 n=0
 cul0=$(fsc_stat NoSpace: cull) ncr0=$(fsc_stat NoSpace: ncr) nwr0=$(fsc_stat NoSpace: nwr)
+[ -n "$cul0" ] && [ -n "$ncr0" ] && [ -n "$nwr0" ] ||
+	{ broken "no NoSpace: cull/ncr/nwr counters in /proc/fs/fscache/stats"; exit 1; }
 for pass in 1 2; do
 	drop_caches
 	n=$((n + 8))
