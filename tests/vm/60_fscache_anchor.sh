@@ -30,7 +30,7 @@ declare -a ANCHOR=()
 record() { ANCHOR+=("ANCHOR check=$1 cachegw=$2 fscache=$3"); }
 MiB=1048576
 
-FSC_MNT= FSC_CFD_PID= FSC_LOOP_MNT= FSC_IMG=
+FSC_MNT='' FSC_CFD_PID='' FSC_LOOP_MNT='' FSC_IMG=''
 fsc_umount() {
 	[ -n "$FSC_MNT" ] && mountpoint -q "$FSC_MNT" || return 0
 	timeout 30 umount "$FSC_MNT" 2>/dev/null || timeout 10 umount -f -l "$FSC_MNT" 2>/dev/null
