@@ -26,7 +26,7 @@ for t in "${tests[@]}"; do
 	if [ $st = FAIL ]; then
 		tail -n 40 "$log" | sed 's/^/    | /'
 	else
-		grep -E '^(---|  )' "$log" | sed 's/^/    /'
+		grep -E '^(---|  |ANCHOR )' "$log" | sed 's/^/    /'
 	fi
 done
 exit $failed
