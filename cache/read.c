@@ -250,6 +250,7 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 	uint32_t bs = c->block_size, spb = cache_spb(bs);
 	uint64_t size, first, n, s0, ns, send, salt, gen, useq, cseq;
 	uint64_t stack_csums[64], *csums = NULL, *chunks = NULL;
+	uint64_t stack_chunks[2 * CACHE_CSC_CHUNK];	/* a read in 2 chunks */
 	uint64_t k0 = 0, nk = 0;
 	void *bounce = NULL, *data;
 	bool direct, bad = false, cached;
@@ -320,7 +321,11 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		ce = (k0 + nk) * CACHE_CSC_CHUNK < nsec ?
 		     (k0 + nk) * CACHE_CSC_CHUNK : nsec;
 		STAT_ADD(c, csum_loads, 1);
-		chunks = calloc(nk * CACHE_CSC_CHUNK, 8);
+		chunks = nk <= 2 ? stack_chunks :
+			 malloc(nk * CACHE_CSC_CHUNK * 8);
+		if (chunks)
+			memset(chunks + (ce - cs), 0,
+			       (nk * CACHE_CSC_CHUNK - (ce - cs)) * 8);
 		if (!chunks) {	/* then only what this read needs */
 			ret = cache_load_csums(c, meta_fd, s0, ns, csums);
 		} else {
@@ -384,7 +389,8 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 	ret = len;
 out:
 	free(bounce);
-	free(chunks);
+	if (chunks != stack_chunks)
+		free(chunks);
 	if (csums != stack_csums)
 		free(csums);
 	return ret;
