@@ -67,6 +67,8 @@ struct cache_stats {
 					 * each also counts 1 corrupt_block */
 	uint64_t reads;			/* cache_read calls */
 	uint64_t fills;			/* cache_fill calls queued */
+	uint64_t csum_loads;		/* cache_read preads of stored
+					 * checksums (checksum cache misses) */
 };
 
 /* Open (OWNER: create if missing) the cache at opts->dir. On failure a

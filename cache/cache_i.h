@@ -238,6 +238,15 @@ struct cache_obj {
 					 * unmarked: a reader that raced with
 					 * it does not report corruption */
 	struct cache_req *inflight;	/* fills of this object in flight */
+	/* The checksum cache (read.c): stored checksums of recently read
+	 * sectors, so that a warm read costs no pread of the metadata
+	 * file. NULL until the first read; freed at close and reset. */
+	struct cache_csum_chunk *csc;
+	uint32_t csc_slots;		/* entries of csc */
+	uint64_t csc_seq;		/* bumped by every change of stored
+					 * checksums (mark, reset, resize):
+					 * a chunk read from disk across one
+					 * is not cached */
 	/* Serializes cache_write: each one reads its partial edge blocks,
 	 * merges its bytes in and plans its fill before the next reads
 	 * them. Two merged from the same old copy, the later fill would
@@ -276,6 +285,28 @@ static inline bool cache_bit(const uint64_t *bm, uint64_t i)
 }
 
 /* ---- read.c: verified reads --------------------------------------------- */
+
+/* The checksum cache of an open object: a direct-mapped table of chunks
+ * of CACHE_CSC_CHUNK consecutive stored checksums (chunk k holds sectors
+ * [k * CACHE_CSC_CHUNK, (k + 1) * CACHE_CSC_CHUNK), slot k % csc_slots),
+ * at most CACHE_CSC_SLOTS_MAX of them per object: 520 bytes each, 2 MiB
+ * for an object of 1 GiB or more, which is then held entirely (larger
+ * ones share slots). A chunk is a copy of what the metadata file held
+ * when it was read; any change of those checksums (cache_obj_mark_run_locked)
+ * drops it, a reset or resize drops the table. The data is still read and
+ * verified on every read: the cache saves the pread of the checksums, not
+ * the check. Guarded by o->lock. */
+#define CACHE_CSC_CHUNK 64u		/* checksums per chunk: 256 KiB of data */
+#define CACHE_CSC_SLOTS_MAX 4096u
+
+struct cache_csum_chunk {
+	uint64_t tag;			/* chunk index + 1; 0 = empty */
+	uint64_t v[CACHE_CSC_CHUNK];
+};
+
+void cache_csc_drop_locked(struct cache_obj *o);
+void cache_csc_changed_locked(struct cache_obj *o, uint64_t first_sector,
+			      uint64_t nsectors);
 
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
 		     uint64_t n, uint64_t *out);

@@ -156,6 +156,7 @@ static void obj_close_locked(struct cache_obj *o)
 	o->data_fd = o->meta_fd = -1;
 	free(o->hdr);
 	free(o->bitmap);
+	cache_csc_drop_locked(o);
 	o->hdr = NULL;
 	o->bitmap = NULL;
 	o->opened = false;
@@ -247,6 +248,9 @@ int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
 
 	GW_ASSERT_HELD(&o->lock);
 	assert(n && first / 64 == (first + n - 1) / 64);
+	/* Whether or not the write made it, the cached copy is stale. */
+	cache_csc_changed_locked(o, first * cache_spb(bs),
+				 (uint64_t)n * cache_spb(bs));
 	ret = cache_pwrite(o->c, o->meta_fd, csums,
 			   (size_t)n * cache_spb(bs) * 8,
 			   cache_meta_csum_off(bs, first));
@@ -294,6 +298,7 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 	h.last_use_ns = o->hdr->last_use_ns;
 	o->gen++;
 	o->unmark_seq++;
+	cache_csc_drop_locked(o);	/* a new salt: none of them verifies */
 	memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
 	ret = cache_ftruncate(c, o->meta_fd, META_HDR_SIZE);
 	if (!ret)
@@ -690,6 +695,8 @@ int cache_obj_set_coh(struct cache_obj *o, const void *coh, size_t cohlen,
 	/* 1. Blocks that stay valid: all whole blocks below both sizes. A
 	 *    partial last block changes length (its checksum with it). */
 	keep = (oldsize < size ? oldsize : size) / bs;
+	if (size != oldsize)
+		cache_csc_drop_locked(o);
 	if (size != oldsize)
 		for (uint64_t b = keep; b < o->nblocks; b++) {
 			cache_obj_cancel_locked(o, b);

@@ -42,6 +42,89 @@ int cache_load_block_csums(struct cache *c, int meta_fd, uint64_t first,
 	return cache_load_csums(c, meta_fd, first * spb, n * spb, out);
 }
 
+/* ---- the checksum cache (o->lock; see cache_i.h) ------------------------ */
+
+void cache_csc_drop_locked(struct cache_obj *o)
+{
+	GW_ASSERT_HELD(&o->lock);
+	free(o->csc);
+	o->csc = NULL;
+	o->csc_slots = 0;
+	o->csc_seq++;
+}
+
+/* The stored checksums of sectors [first, first + n) change (or may). */
+void cache_csc_changed_locked(struct cache_obj *o, uint64_t first,
+			      uint64_t n)
+{
+	GW_ASSERT_HELD(&o->lock);
+	o->csc_seq++;
+	if (!o->csc || !n)
+		return;
+	for (uint64_t k = first / CACHE_CSC_CHUNK;
+	     k <= (first + n - 1) / CACHE_CSC_CHUNK; k++) {
+		struct cache_csum_chunk *ch = &o->csc[k % o->csc_slots];
+
+		if (ch->tag == k + 1)
+			ch->tag = 0;
+	}
+}
+
+/* Copy the cached checksums of sectors [s0, s0 + n) to out: true if every
+ * chunk they fall in is cached. */
+static bool csc_lookup_locked(struct cache_obj *o, uint64_t s0, uint64_t n,
+			      uint64_t *out)
+{
+	uint64_t k0 = s0 / CACHE_CSC_CHUNK, k1 = (s0 + n - 1) / CACHE_CSC_CHUNK;
+
+	GW_ASSERT_HELD(&o->lock);
+	if (!o->csc)
+		return false;
+	for (uint64_t k = k0; k <= k1; k++)
+		if (o->csc[k % o->csc_slots].tag != k + 1)
+			return false;
+	for (uint64_t k = k0; k <= k1; k++) {
+		const struct cache_csum_chunk *ch = &o->csc[k % o->csc_slots];
+		uint64_t a = k * CACHE_CSC_CHUNK, b = a + CACHE_CSC_CHUNK;
+
+		if (a < s0)
+			a = s0;
+		if (b > s0 + n)
+			b = s0 + n;
+		memcpy(out + (a - s0), ch->v + (a % CACHE_CSC_CHUNK), (b - a) * 8);
+	}
+	return true;
+}
+
+/* Cache chunks [k0, k0 + nk), whose checksums are at v (nk *
+ * CACHE_CSC_CHUNK of them), read from disk while o->csc_seq was seq. */
+static void csc_insert_locked(struct cache_obj *o, uint64_t k0, uint64_t nk,
+			      const uint64_t *v, uint64_t seq)
+{
+	GW_ASSERT_HELD(&o->lock);
+	if (!o->opened || o->broken || o->csc_seq != seq)
+		return;		/* they changed meanwhile: not a copy */
+	if (!o->csc) {
+		uint64_t nsec = (o->hdr->size + CACHE_SECTOR - 1) / CACHE_SECTOR;
+		uint64_t slots = (nsec + CACHE_CSC_CHUNK - 1) / CACHE_CSC_CHUNK;
+
+		if (slots > CACHE_CSC_SLOTS_MAX)
+			slots = CACHE_CSC_SLOTS_MAX;
+		if (!slots)
+			return;
+		o->csc = calloc(slots, sizeof(*o->csc));
+		if (!o->csc)
+			return;	/* no cache: the next read preads again */
+		o->csc_slots = (uint32_t)slots;
+	}
+	for (uint64_t i = 0; i < nk; i++) {
+		struct cache_csum_chunk *ch = &o->csc[(k0 + i) % o->csc_slots];
+
+		memcpy(ch->v, v + i * CACHE_CSC_CHUNK, sizeof(ch->v));
+		ch->tag = k0 + i + 1;
+	}
+}
+
 static int read_flags(const struct cache *c)
 {
 	return c->write_mode == CACHE_WRITE_DONTCACHE ? RWF_DONTCACHE : 0;
@@ -165,10 +248,12 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 {
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size, spb = cache_spb(bs);
-	uint64_t size, first, n, s0, ns, send, salt, gen, useq, *csums = NULL;
-	uint64_t stack_csums[64];
+	uint64_t size, first, n, s0, ns, send, salt, gen, useq, cseq;
+	uint64_t stack_csums[64], *csums = NULL, *chunks = NULL;
+	uint64_t stack_chunks[2 * CACHE_CSC_CHUNK];	/* a read in 2 chunks */
+	uint64_t k0 = 0, nk = 0;
 	void *bounce = NULL, *data;
-	bool direct, bad = false;
+	bool direct, bad = false, cached;
 	int fd, meta_fd;
 	ssize_t ret;
 
@@ -203,13 +288,17 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 	fd = o->data_fd;	/* stable: our caller holds a reference */
 	meta_fd = o->meta_fd;
 	direct = o->direct;
-	pthread_mutex_unlock(&o->lock);
-
 	/* 2. The sectors the read touches, and their checksums: only these
-	 *    are read and verified, not the whole blocks. */
+	 *    are read and verified, not the whole blocks. The checksums
+	 *    come from the checksum cache if it has them. */
 	s0 = off / CACHE_SECTOR;
 	ns = (off + len - 1) / CACHE_SECTOR - s0 + 1;
 	send = (s0 + ns) * CACHE_SECTOR < size ? (s0 + ns) * CACHE_SECTOR : size;
+	csums = ns <= 64 ? stack_csums : malloc(ns * 8);
+	cached = csums && csc_lookup_locked(o, s0, ns, csums);
+	cseq = o->csc_seq;
+	pthread_mutex_unlock(&o->lock);
+
 	ret = -ENOMEM;
 	/* Whole sectors into an aligned buffer: read straight into it. */
 	if (off == s0 * CACHE_SECTOR && len == ns * CACHE_SECTOR &&
@@ -217,10 +306,34 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		data = buf;
 	else
 		data = bounce = cache_alloc_aligned(ns * CACHE_SECTOR);
-	csums = ns <= 64 ? stack_csums : malloc(ns * 8);
 	if (!data || !csums)
 		goto out;
-	ret = cache_load_csums(c, meta_fd, s0, ns, csums);
+	ret = 0;
+	if (!cached) {
+		/* The whole chunks, to cache them: one pread as before (a
+		 * chunk never straddles a super-group), a little longer. */
+		uint64_t nsec = (size + CACHE_SECTOR - 1) / CACHE_SECTOR;
+		uint64_t cs, ce;
+
+		k0 = s0 / CACHE_CSC_CHUNK;
+		nk = (s0 + ns - 1) / CACHE_CSC_CHUNK - k0 + 1;
+		cs = k0 * CACHE_CSC_CHUNK;
+		ce = (k0 + nk) * CACHE_CSC_CHUNK < nsec ?
+		     (k0 + nk) * CACHE_CSC_CHUNK : nsec;
+		STAT_ADD(c, csum_loads, 1);
+		chunks = nk <= 2 ? stack_chunks :
+			 malloc(nk * CACHE_CSC_CHUNK * 8);
+		if (chunks)
+			memset(chunks + (ce - cs), 0,
+			       (nk * CACHE_CSC_CHUNK - (ce - cs)) * 8);
+		if (!chunks) {	/* then only what this read needs */
+			ret = cache_load_csums(c, meta_fd, s0, ns, csums);
+		} else {
+			ret = cache_load_csums(c, meta_fd, cs, ce - cs, chunks);
+			if (!ret)
+				memcpy(csums, chunks + (s0 - cs), ns * 8);
+		}
+	}
 	if (!ret)
 		ret = read_range(c, fd, direct, s0 * CACHE_SECTOR, send, data);
 	if (ret < 0) {
@@ -263,12 +376,21 @@ ssize_t cache_read(struct cache_obj *o, void *buf, size_t len, uint64_t off)
 		STAT_ADD(c, miss_bytes, len);
 		goto out;
 	}
+	if (chunks) {
+		/* They verified what they guard: keep them for next time. */
+		pthread_mutex_lock(&o->lock);
+		if (o->gen == gen)
+			csc_insert_locked(o, k0, nk, chunks, cseq);
+		pthread_mutex_unlock(&o->lock);
+	}
 	if (data != buf)
 		memcpy(buf, (char *)data + (off - s0 * CACHE_SECTOR), len);
 	STAT_ADD(c, hit_bytes, len);
 	ret = len;
 out:
 	free(bounce);
+	if (chunks != stack_chunks)
+		free(chunks);
 	if (csums != stack_csums)
 		free(csums);
 	return ret;
