@@ -68,6 +68,10 @@ static void window_get(struct gw *gw, size_t n)
 	if (t0)
 		gw->win_wait_ns += gw_now_ns() - t0;
 	gw->win_used += n;
+	if (gw->win_used > gw->win_used_max)
+		gw->win_used_max = gw->win_used;
+	if (++gw->win_writes > gw->win_writes_max)
+		gw->win_writes_max = gw->win_writes;
 	pthread_mutex_unlock(&gw->win_lock);
 }
 
@@ -75,6 +79,7 @@ static void window_put(struct gw *gw, size_t n)
 {
 	pthread_mutex_lock(&gw->win_lock);
 	gw->win_used -= n;
+	gw->win_writes--;
 	pthread_cond_broadcast(&gw->win_cond);
 	pthread_mutex_unlock(&gw->win_lock);
 }
