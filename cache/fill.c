@@ -293,6 +293,27 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 		ret = 0;
 		goto out_free;
 	}
+	/* The size changed meanwhile (cache_obj_set_coh: concurrent
+	 * write-back WRITEs each bring their own post-op size, in any order).
+	 * The blocks are still right if they are all whole and below the new
+	 * end; else they may lie past it (no presence bit for them) or be a
+	 * last block of another length. Then mark none, and unmark what of
+	 * the range is present: it held the bytes this fill replaces. */
+	if (o->hdr->size != size &&
+	    ((off + len) % bs || o->hdr->size < off + len)) {
+		ret = 0;
+		for (uint64_t b = first0; b < first0 + nblk && b < o->nblocks;
+		     b++) {
+			cache_obj_cancel_locked(o, b);
+			if (!ret)
+				ret = cache_obj_unmark_locked(o, b);
+		}
+		if (ret)
+			cache_obj_fail_locked(o, ret, "metadata write");
+		pthread_mutex_unlock(&o->lock);
+		STAT_ADD(c, fills_skipped, 1);
+		goto out_free;
+	}
 	for (size_t k = 0; k < n; k++) {
 		ret = plan_marks_locked(o, v[k]);
 		if (ret) {

@@ -58,6 +58,12 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("write_window_wait_microseconds_total", "counter",
 	  "Time writes waited for room in the write window.",
 	  gw->win_wait_ns / 1000);
+	M("write_window_bytes_max", "gauge",
+	  "Most bytes of WRITE that were in flight at once.",
+	  gw->win_used_max);
+	M("write_inflight_max", "gauge",
+	  "Most FUSE WRITEs that were in flight to the origin at once.",
+	  gw->win_writes_max);
 	pthread_mutex_unlock(&gw->win_lock);
 	M("write_writepage_total", "counter",
 	  "WRITEs of dirty pages the kernel flushed (writeback, mmap).",

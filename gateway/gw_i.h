@@ -519,6 +519,9 @@ struct gw {
 	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
 	uint64_t win_waits;		/* writers that waited, win_lock */
 	uint64_t win_wait_ns;		/* and how long, in all, win_lock */
+	uint64_t win_used_max;		/* high-water mark of win_used, win_lock */
+	unsigned win_writes;		/* FUSE WRITEs holding room now, win_lock */
+	unsigned win_writes_max;	/* and their high-water mark, win_lock */
 	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
 					 * (writeback, mmap) (atomic) */
 	int dirty_limits_set;		/* bdi dirty limits raised (atomic) */

@@ -33,8 +33,15 @@
 #include "gw_i.h"
 #include "lockcheck.h"
 
-/* Uncommitted bytes of one file that trigger a COMMIT. */
+/* Uncommitted bytes of one file that trigger a COMMIT. A write that
+ * crosses the mark while a COMMIT round of the file is running leaves it
+ * to that round and the next write; only past GW_COMMIT_WAIT does it wait
+ * for the round and COMMIT itself, which bounds what is kept for resending.
+ * (Each write past the mark used to wait for the round in flight and then
+ * run its own: in a 1 GiB dd through a write-back mount, the 16 FUSE
+ * threads spent 92 of their 205 s in COMMITs, 20 s in WRITEs.) */
 #define GW_COMMIT_AFTER (32u << 20)
+#define GW_COMMIT_WAIT (4 * GW_COMMIT_AFTER)
 
 struct gw_extent {
 	struct gw_extent *next;
@@ -68,6 +75,10 @@ static void window_get(struct gw *gw, size_t n)
 	if (t0)
 		gw->win_wait_ns += gw_now_ns() - t0;
 	gw->win_used += n;
+	if (gw->win_used > gw->win_used_max)
+		gw->win_used_max = gw->win_used;
+	if (++gw->win_writes > gw->win_writes_max)
+		gw->win_writes_max = gw->win_writes;
 	pthread_mutex_unlock(&gw->win_lock);
 }
 
@@ -75,6 +86,7 @@ static void window_put(struct gw *gw, size_t n)
 {
 	pthread_mutex_lock(&gw->win_lock);
 	gw->win_used -= n;
+	gw->win_writes--;
 	pthread_cond_broadcast(&gw->win_cond);
 	pthread_mutex_unlock(&gw->win_lock);
 }
@@ -586,7 +598,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	e->next = ino->uncommitted;
 	ino->uncommitted = e;
 	ino->uncommitted_bytes += size;
-	commit_now = ino->uncommitted_bytes >= GW_COMMIT_AFTER;
+	commit_now = ino->uncommitted_bytes >= GW_COMMIT_WAIT ||
+		     (ino->uncommitted_bytes >= GW_COMMIT_AFTER &&
+		      !ino->committing);
 	pthread_mutex_unlock(&ino->lock);
 	/* Bound what the gateway holds for resending. Before the reply: after
 	 * it, the file may be released and the inode forgotten. On failure
