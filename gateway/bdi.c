@@ -21,36 +21,18 @@
 
 #include "gw_i.h"
 
-/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found. */
-static bool bdi_dir(const struct gw_opts *o, char *path, size_t len)
+bool gw_bdi_dir(const struct gw_opts *o, char *path, size_t len)
 {
-	char line[4096], mnt[PATH_MAX], *real;
-	unsigned maj = 0, min = 0;
-	bool found = false;
-	FILE *f;
+	char *real = realpath(o->mountpoint, NULL);
+	unsigned maj, min;
+	bool ours = false;
 
-	real = realpath(o->mountpoint, NULL);
-	f = fopen("/proc/self/mountinfo", "r");
-	if (real && f) {
-		/* Later lines are newer mounts: the last match is ours. */
-		while (fgets(line, sizeof(line), f)) {
-			unsigned a, b;
-
-			if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b,
-				   mnt) == 3 && !strcmp(mnt, real) &&
-			    strstr(line, "fuse.cachegw")) {
-				maj = a;
-				min = b;
-				found = true;
-			}
-		}
-	}
-	if (f)
-		fclose(f);
-	free(real);
-	if (found)
+	if (real && gw_mount_at(real, &maj, &min, &ours) == 0 && ours)
 		snprintf(path, len, "/sys/class/bdi/%u:%u", maj, min);
-	return found;
+	else
+		ours = false;
+	free(real);
+	return ours;
 }
 
 static void bdi_write(const char *dir, const char *name, const char *val)
@@ -75,7 +57,7 @@ void gw_set_kernel_dirty_limits(const struct gw_opts *o)
 {
 	char dir[128];
 
-	if (!bdi_dir(o, dir, sizeof(dir))) {
+	if (!gw_bdi_dir(o, dir, sizeof(dir))) {
 		gw_log("writeback: no bdi found for %s", o->mountpoint);
 		return;
 	}

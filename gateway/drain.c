@@ -132,8 +132,7 @@ static void unescape(char *s)
 
 /* The device of the top mount on path (the last line naming it), and
  * whether it is a cachegw mount. -ENOENT: nothing mounted there. */
-static int mount_at(const char *path, unsigned *maj, unsigned *min,
-		    bool *ours)
+int gw_mount_at(const char *path, unsigned *maj, unsigned *min, bool *ours)
 {
 	char line[4096], mnt[PATH_MAX];
 	FILE *f = fopen("/proc/self/mountinfo", "r");
@@ -168,7 +167,7 @@ static bool mount_is_ours(void)
 	bool ours;
 
 	return dr.have_dev &&
-	       !mount_at(dr.gw->o->mountpoint_real, &maj, &min, &ours) &&
+	       !gw_mount_at(dr.gw->o->mountpoint_real, &maj, &min, &ours) &&
 	       ours && maj == dr.dev_major && min == dr.dev_minor;
 }
 
@@ -451,7 +450,7 @@ int gw_drain_serving(void)
 		return -ESRCH;
 	pthread_mutex_lock(&dr.lock);
 	dr.main_thread = pthread_self();
-	if (!mount_at(dr.gw->o->mountpoint_real, &dr.dev_major,
+	if (!gw_mount_at(dr.gw->o->mountpoint_real, &dr.dev_major,
 		      &dr.dev_minor, &ours) && ours)
 		dr.have_dev = true;
 	else

@@ -109,6 +109,13 @@ void gw_usage(const char *prog);
 
 /* ---- main.c ---- */
 void gw_set_kernel_readahead(const struct gw_opts *o);
+/* The device of the top mount on path (the last line of mountinfo naming
+ * it) and whether it is a cachegw mount; -ENOENT: nothing mounted there
+ * (drain.c). */
+int gw_mount_at(const char *path, unsigned *maj, unsigned *min, bool *ours);
+/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found
+ * (bdi.c). */
+bool gw_bdi_dir(const struct gw_opts *o, char *path, size_t len);
 
 /* ---- buf.c: shared, page-aligned data buffers ----
  * gw_buf_get gives a buffer of at least len bytes (gw_buf_capacity) with

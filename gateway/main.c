@@ -187,41 +187,19 @@ static int open_cache(struct gw *gw)
  * ourselves. */
 void gw_set_kernel_readahead(const struct gw_opts *o)
 {
-	char line[4096], mnt[PATH_MAX], path[128], *real;
-	unsigned maj, min;
+	char dir[128], path[160];
 	FILE *f;
-	bool found = false;
 
-	real = realpath(o->mountpoint, NULL);
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!real || !f)
-		goto out;
-	/* Later lines are newer mounts: the last match is ours. */
-	while (fgets(line, sizeof(line), f)) {
-		unsigned a, b;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) == 3 &&
-		    !strcmp(mnt, real) && strstr(line, "fuse.cachegw")) {
-			maj = a;
-			min = b;
-			found = true;
-		}
-	}
-	if (found) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
-		fclose(f);
-		f = fopen(path, "w");
-		if (!f || fprintf(f, "%llu\n", (unsigned long long)
-				  (o->readahead / 1024 ? o->readahead / 1024 :
-				   4)) < 0)
-			gw_log("cannot set %s: %s (kernel readahead stays "
-			       "small)", path, strerror(errno));
-	}
-out:
+	if (!gw_bdi_dir(o, dir, sizeof(dir)))
+		return;
+	snprintf(path, sizeof(path), "%s/read_ahead_kb", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%llu\n", (unsigned long long)
+			  (o->readahead / 1024 ? o->readahead / 1024 : 4)) < 0)
+		gw_log("cannot set %s: %s (kernel readahead stays small)",
+		       path, strerror(errno));
 	if (f)
 		fclose(f);
-	free(real);
 }
 
 static int run(struct gw_opts *o)
