@@ -69,6 +69,9 @@ struct cache_stats {
 	uint64_t fills;			/* cache_fill calls queued */
 	uint64_t csum_loads;		/* cache_read preads of stored
 					 * checksums (checksum cache misses) */
+	uint64_t writes_skipped;	/* cache_write calls not taken: the
+					 * disk was behind (blocks dropped) */
+	uint64_t writes_skipped_bytes;
 };
 
 /* Open (OWNER: create if missing) the cache at opts->dir. On failure a
@@ -163,7 +166,10 @@ int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len);
  * merged with its verified cached copy, or dropped when there is none.
  * Call after cache_obj_set_coh() with the new size. 0 when queued (the
  * same asynchronous contract as cache_fill), -errno otherwise (the caller
- * should then cache_drop_range()). */
+ * should then cache_drop_range()). Never waits for the disk: when fills
+ * in flight are at their limit it takes nothing and returns -EAGAIN
+ * (counted in writes_skipped), so a writer is never slowed to the cache
+ * disk's speed - the bytes are at the origin already. */
 int cache_write(struct cache_obj *o, const void *buf, size_t len,
 		uint64_t off);
 

@@ -48,6 +48,7 @@
 #define CACHE_META_SUFFIX ".meta"
 #define CACHE_URING_DEPTH 64
 #define CACHE_INFLIGHT_BYTES_MAX (64u << 20)	/* fill data in flight */
+#define CACHE_OWN_WRITE_BYTES_MAX (CACHE_INFLIGHT_BYTES_MAX / 4)
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
@@ -196,6 +197,7 @@ struct cache_req {
 int cache_io_start(struct cache *c, unsigned depth);
 void cache_io_stop(struct cache *c);
 void cache_io_submit(struct cache *c, struct cache_req *r);
+bool cache_io_behind(struct cache *c, uint64_t bytes);
 void cache_io_requeue(struct cache *c, struct cache_req *r);
 void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);

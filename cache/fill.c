@@ -173,7 +173,7 @@ static int drop_blocks_locked(struct cache_obj *o, uint64_t first,
  * origin. Its checksum is that of the zero bytes, and a read of the hole
  * returns zeros that pass it. The fill is cut into one request per run. */
 static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
-		void (*release)(void *), void *arg)
+		void (*release)(void *), void *arg, bool nowait)
 {
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size;
@@ -235,7 +235,15 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 			data_bytes += ALIGN_UP(blen, CACHE_DIO_ALIGN);
 	}
 
-	/* 3. Room: free space (bstop) and cache_size. Free space counts this
+	/* 3. An own write (nowait) is not worth waiting for the disk: its
+	 *    bytes are at the origin already. */
+	if (nowait && data_bytes && cache_io_behind(c, data_bytes)) {
+		STAT_ADD(c, writes_skipped, 1);
+		STAT_ADD(c, writes_skipped_bytes, len);
+		ret = -EAGAIN;
+		goto out_release;
+	}
+	/*    Room: free space (bstop) and cache_size. Free space counts this
 	 *    fill too: one fill can be a whole readahead window (8 MiB), more
 	 *    than bstop leaves on a small filesystem. Under bcull the culler
 	 *    is woken now, not at its next tick: fills come in bursts. */
@@ -388,13 +396,13 @@ out_release:
 
 int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 {
-	return fill(o, buf, len, off, NULL, NULL);
+	return fill(o, buf, len, off, NULL, NULL, false);
 }
 
 int cache_fill_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
 		   void (*release)(void *), void *arg)
 {
-	return fill(o, buf, len, off, release, arg);
+	return fill(o, buf, len, off, release, arg, false);
 }
 
 /* Completion of a fill (completion thread, or a submitter whose submit
@@ -535,12 +543,13 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 		len = off < size ? size - off : 0;	/* size was set first */
 	if (!len)
 		return 0;
-	/* 1. The block-aligned span the write touches, clipped at EOF. */
+	/* 1. The block-aligned span the write touches, clipped at EOF, in
+	 *    an aligned buffer the fill takes over (one copy, not two). */
 	first = off / bs;
 	last = (off + len - 1) / bs;
 	start = first * bs;
 	end = (last + 1) * bs < size ? (last + 1) * bs : size;
-	tmp = malloc(end - start);
+	tmp = cache_alloc_aligned(end - start);
 	if (!tmp)
 		return -ENOMEM;
 	memcpy(tmp + (off - start), buf, len);
@@ -569,13 +578,16 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 			end = last * bs;
 		}
 	}
-	/* 3. Fill the rest like any fill. */
+	/* 3. Fill the rest like any fill, but without waiting for room in
+	 *    the fill queue; fill() frees tmp in every case. */
 	ret = 0;
 	if (end > start)
-		ret = cache_fill(o, tmp + (start - first * bs), end - start, start);
+		ret = fill(o, tmp + (start - first * bs), end - start, start,
+			   free, tmp, true);
+	else
+		free(tmp);
 	if (ret)
 		cache_drop_range(o, start, end - start);
 	pthread_mutex_unlock(&o->write_lock);
-	free(tmp);
 	return ret;
 }

@@ -348,6 +348,21 @@ void cache_io_submit(struct cache *c, struct cache_req *r)
 	io_queue(c, r);
 }
 
+/* Is the disk behind for an own write's fill of bytes? Own writes get a
+ * quarter of the fill budget: the rest is kept for fills of what was
+ * read, which is what the cache is for. */
+bool cache_io_behind(struct cache *c, uint64_t bytes)
+{
+	bool behind;
+
+	pthread_mutex_lock(&c->io_lock);
+	behind = c->inflight >= c->depth ||
+		 (c->inflight && c->inflight_bytes + bytes >
+				 CACHE_OWN_WRITE_BYTES_MAX);
+	pthread_mutex_unlock(&c->io_lock);
+	return behind;
+}
+
 /* Re-queue a fill from the completion thread (RWF_DONTCACHE fallback): it
  * keeps its slot. */
 void cache_io_requeue(struct cache *c, struct cache_req *r)

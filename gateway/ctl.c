@@ -100,6 +100,11 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("cache_fills_skipped_total", "counter",
 	  "Fills refused because the cache was full or below bstop.",
 	  cs.fills_skipped);
+	M("cache_writes_skipped_total", "counter",
+	  "Writes through the gateway not cached because fills in flight were at their limit (the cache disk was behind); their blocks are dropped.",
+	  cs.writes_skipped);
+	M("cache_writes_skipped_bytes_total", "counter",
+	  "Bytes of those writes.", cs.writes_skipped_bytes);
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
 	  gw_itable_count(gw));
 	M("kernel_cache_drops_total", "counter",
