@@ -100,6 +100,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("cache_fills_skipped_total", "counter",
 	  "Fills refused because the cache was full or below bstop.",
 	  cs.fills_skipped);
+	M("cache_checksum_loads_total", "counter",
+	  "Cache reads that read their stored checksums from the metadata file (checksum cache misses).",
+	  cs.csum_loads);
 	M("cache_writes_skipped_total", "counter",
 	  "Writes through the gateway not cached because fills in flight were at their limit (the cache disk was behind); their blocks are dropped.",
 	  cs.writes_skipped);

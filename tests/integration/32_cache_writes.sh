@@ -97,6 +97,12 @@ for mode in through around; do
 				bad "around: written block $f/$skip came from the cache ($((r1 - r0)) B from the origin): it should have been dropped"
 		fi
 	done
+	# The checksums of those hits came from the metadata file: this
+	# gateway's checksum cache started empty.
+	if [ "$mode" = through ]; then
+		loads=$(metric "$cdir" cache_checksum_loads_total)
+		[ "${loads:-0}" -ge 1 ] || bad "through: cache hits after a remount loaded no checksums (cache_checksum_loads_total '${loads:-}')"
+	fi
 	# b. Whole files, through the page cache: the origin's bytes.
 	r0=$(metric "$cdir" origin_read_bytes_total)
 	h0=$(metric "$cdir" cache_hit_bytes_total)

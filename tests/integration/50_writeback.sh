@@ -156,7 +156,7 @@ mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
 timeout 120 dd if="$work/big" of="$mnt/big" bs=1M conv=fsync status=none || bad "(5) dd of $big_mib MiB exited $?"
 cmp -s "$work/big" "$data/big" || bad "(5) the origin's bytes differ after dd conv=fsync"
 inflight=$(gw_metric "$cdir" write_inflight_max)
-echo "  (5) $big_mib MiB dd: at most ${inflight:-?} WRITEs in flight at once" >&2
+echo "  (5) $big_mib MiB dd: at most ${inflight:-?} WRITEs in flight at once, $(gw_metric "$cdir" cache_writes_skipped_bytes_total) bytes not cached (the cache disk was behind)" >&2
 [ "${inflight:-0}" -ge 2 ] || bad "(5) write_inflight_max '${inflight:-}': the WRITEs never overlapped"
 unmount_gateway "$mnt" || bad "(5) unmount / gateway exit (log: $GW_LOG)"
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
