@@ -6,9 +6,12 @@
  *   stats       human-readable counters
  *   prometheus  Prometheus text exposition format
  *   mountpoint, cached PATH, drain: for `warm` (ctl_warm.c)
- * One thread serves clients one after another: requests are rare and tiny.
- * Every 5 s it also trims the heap (malloc_trim) and, if none was taken
- * meanwhile, unmaps the recycled data buffers.
+ * GW_CTL_THREADS threads each take the next client (the listening socket
+ * is non-blocking; a thread that loses the accept race polls again), so a
+ * `cached` stuck on an origin that does not answer, or a long `drain`,
+ * leaves `stats` answered by another. Every 5 s the first thread also
+ * trims the heap (malloc_trim) and, if none was taken meanwhile, unmaps
+ * the recycled data buffers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,7 +215,8 @@ static void serve_client(struct gw *gw, int fd)
 
 static void *ctl_thread(void *arg)
 {
-	struct gw *gw = arg;
+	struct gw_ctl_thread *t = arg;
+	struct gw *gw = t->gw;
 	time_t last_tick = 0;
 
 	for (;;) {
@@ -235,18 +239,19 @@ static void *ctl_thread(void *arg)
 		 * on many threads; give the freed pages back so the
 		 * gateway's memory stays flat under load. */
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - last_tick >= 5) {
+		if (t->idx == 0 && now.tv_sec - last_tick >= 5) {
 			last_tick = now.tv_sec;
 			gw_buf_trim(false);
 			malloc_trim(0);
 		}
 		if (n == 0)
 			continue;
+		/* The stop pipe is never read: every thread sees it. */
 		if (p[1].revents)
 			break;
 		fd = accept4(gw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
-			continue;
+			continue;	/* another thread took it (EAGAIN) */
 		serve_client(gw, fd);
 		close(fd);
 	}
@@ -262,7 +267,8 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 	ret = cache_ctl_sockaddr(dir, &sa, &dirfd);
 	if (ret)
 		return ret;
-	gw->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	gw->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
 	if (gw->ctl_fd < 0) {
 		ret = -errno;
 		goto out_dirfd;
@@ -281,13 +287,24 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 		goto out_errno;
 	if (pipe2(gw->ctl_stop, O_CLOEXEC) < 0)
 		goto out_errno;
-	ret = pthread_create(&gw->ctl_thread, NULL, ctl_thread, gw);
-	if (ret) {
+	gw->ctl_nthreads = 0;
+	for (unsigned i = 0; i < GW_CTL_THREADS; i++) {
+		struct gw_ctl_thread *t = &gw->ctl_threads[i];
+
+		t->gw = gw;
+		t->idx = i;
+		ret = pthread_create(&t->tid, NULL, ctl_thread, t);
+		if (ret)
+			break;
+		gw->ctl_nthreads++;
+	}
+	if (gw->ctl_nthreads == 0) {
 		close(gw->ctl_stop[0]);
 		close(gw->ctl_stop[1]);
 		errno = ret;
 		goto out_errno;
 	}
+	/* Fewer threads than asked for still serve, one client each. */
 	/* Unlinked at stop by its real path, whatever bind() went through. */
 	if (asprintf(&gw->ctl_path, "%s/%s", dir, CACHE_CTL_NAME) < 0)
 		gw->ctl_path = NULL;
@@ -310,7 +327,9 @@ void gw_ctl_stop(struct gw *gw)
 		return;
 	if (write(gw->ctl_stop[1], "x", 1) != 1)
 		perror("cachegw: control stop");
-	pthread_join(gw->ctl_thread, NULL);
+	for (unsigned i = 0; i < gw->ctl_nthreads; i++)
+		pthread_join(gw->ctl_threads[i].tid, NULL);
+	gw->ctl_nthreads = 0;
 	close(gw->ctl_stop[0]);
 	close(gw->ctl_stop[1]);
 	close(gw->ctl_fd);

@@ -18,8 +18,8 @@
 #include "cache.h"
 #include "gw_i.h"
 
-/* A drain gives up after this long: the control thread serves one
- * client at a time. */
+/* A drain gives up after this long: it holds one of the GW_CTL_THREADS
+ * control threads meanwhile. */
 #define GW_DRAIN_MAX_MS 30000
 
 void gw_ctl_mountpoint(struct gw *gw, FILE *out)

@@ -482,6 +482,10 @@ void gw_hist_print(const struct gw_hist *h, const char *name,
 		   const char *help, FILE *out);
 
 /* ---- the gateway ---- */
+/* Control-socket threads: each takes the next client, so a slow command
+ * (`cached` waiting on the origin, `drain`) does not hold up `stats`. */
+#define GW_CTL_THREADS 4
+
 struct gw {
 	struct gw_opts *o;		/* set at start */
 	struct nfsc *nfs;		/* set at start; thread-safe */
@@ -494,11 +498,16 @@ struct gw {
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
 	struct gw_itable it;		/* its own lock */
-	/* control socket: set by gw_ctl_start, used by the ctl thread,
-	 * torn down by gw_ctl_stop after joining it */
+	/* control socket: set by gw_ctl_start, used by the ctl threads,
+	 * torn down by gw_ctl_stop after joining them */
 	int ctl_fd;
 	int ctl_stop[2];
-	pthread_t ctl_thread;
+	struct gw_ctl_thread {
+		struct gw *gw;
+		pthread_t tid;
+		unsigned idx;		/* 0 also does the 5 s housekeeping */
+	} ctl_threads[GW_CTL_THREADS];
+	unsigned ctl_nthreads;		/* started */
 	char *ctl_path;
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */

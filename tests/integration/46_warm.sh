@@ -1,8 +1,8 @@
 #!/bin/bash
-# cachegw-inspect warm and top: --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; top --once shows a non-zero origin read rate while a reader runs.
+# cachegw-inspect warm and top, and the control socket serving clients side by side (stats answered while a cached waits on a stopped origin): --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; top --once shows a non-zero origin read rate while a reader runs.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
+trap '[ -n "${ORIGIN_PID:-}" ] && kill -CONT "$ORIGIN_PID" 2>/dev/null; harness_cleanup' EXIT
 harness_require_root
 harness_require_gateway
 harness_require_inspect
@@ -110,6 +110,35 @@ grep -q '^missing 100000 of 100000 bytes: tree/edge_64k$' "$work/dry3" || bad "a
 warm "$mnt/tree/edge_64k" >"$work/warm3" || bad "warm of one changed file: exit $?"
 grep -q ' 100000 bytes made cached' "$work/warm3" || bad "warm of one changed file: $(tail -1 "$work/warm3")"
 [ "$(sha256sum <"$mnt/tree/edge_64k")" = "$(sha256sum <"$data/tree/edge_64k")" ] || bad "changed file: bytes differ"
+
+# ---- 7. Control commands do not wait for each other: with the origin
+# stopped, a `cached` of a name never looked up waits for its LOOKUP, and
+# `stats` is still answered; once the origin runs again, so is `cached`.
+# (One control thread served one client at a time: stats waited behind it.)
+mkdir "$data/late" && echo late >"$data/late/f"
+cached_q() { # REL: send "cached REL", print the reply line
+	python3 - "$cdir/control.sock" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(("cached %s\n" % sys.argv[2]).encode())
+print(s.makefile().read().strip())
+PY
+}
+kill -STOP "$ORIGIN_PID"
+cached_q late/f >"$work/cached7" 2>&1 &
+qpid=$!
+sleep 1
+t0=$(date +%s)
+timeout 10 "$CACHEGW_INSPECT" stats --cache-dir "$cdir" >"$work/stats7" 2>&1 ||
+	bad "(7) stats not answered within 10 s while a cached waits on a stopped origin (exit $?)"
+grep -q '^origin_read_bytes_total' "$work/stats7" || bad "(7) stats output: $(head -c 200 "$work/stats7")"
+echo "  (7) stats answered in $(( $(date +%s) - t0 )) s with the origin stopped" >&2
+kill -0 "$qpid" 2>/dev/null || bad "(7) cached answered while the origin was stopped: $(cat "$work/cached7")"
+kill -CONT "$ORIGIN_PID"
+for ((i = 0; i < 300 && $(kill -0 "$qpid" 2>/dev/null && echo 1 || echo 0); i++)); do sleep 0.1; done
+wait "$qpid" || bad "(7) cached client exit $?"
+grep -q '^file 5 0 0$' "$work/cached7" || bad "(7) cached late/f after the origin came back: '$(cat "$work/cached7")'"
 
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 [ $fail = 0 ] || { echo "--- gateway log:" >&2; tail -n 20 "$GW_LOG" >&2; }
