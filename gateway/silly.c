@@ -13,10 +13,10 @@
  * rmdir answers ENOTEMPTY until the last close, as over NFS.
  *
  * A gateway that dies leaves its hidden names behind: every one is recorded
- * in cache_dir/silly-names (rewritten whole, fsynced, renamed into place)
- * before the RENAME and dropped after the REMOVE, and gw_silly_start()
- * removes the leftovers of an earlier run. Only names in that file, of the
- * form above, whose fileid matches, are ever removed.
+ * in cache_dir/silly-names (rewritten whole, fsynced, renamed into place,
+ * its directory fsynced) before the RENAME and dropped after the REMOVE,
+ * and gw_silly_start() removes the leftovers of an earlier run. Only names
+ * in that file, of the form above, whose fileid matches, are ever removed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +92,31 @@ static int name_fileid(const char *name, uint64_t *fileid)
 }
 
 /* Write the list to the file, durably. t->lock held. */
+/* Make a rename into path's directory durable: the record must survive a
+ * power cut that follows the origin's RENAME. */
+static int sync_parent(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int fd, ret = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return ret;
+}
+
 static int tab_save_locked(struct gw_silly_tab *t)
 {
 	char tmp[4096], fh[2 * NFSC_FH_MAX + 1];
@@ -124,6 +149,8 @@ static int tab_save_locked(struct gw_silly_tab *t)
 		ret = -errno;
 	if (ret)
 		unlink(tmp);
+	else
+		ret = sync_parent(t->path);
 	return ret;
 }
 

@@ -146,7 +146,23 @@ echo data >"$mnt/killed/victim"
 holder=$!
 harness_register_pid "$holder"
 for ((i = 0; i < 50; i++)); do grep -q open "$work/holder.out" && break; sleep 0.1; done
+# The record of the hidden name must be durable before the origin's
+# RENAME: silly-names written, fsynced, renamed into place and its
+# directory fsynced (watched with strace; the directory's fsync was missing).
+strace -f -qq -p "$GW_PID" -e trace=openat,fsync,rename,renameat,renameat2 -o "$work/silly.strace" 2>"$work/strace.err" &
+spid=$!
+sleep 1		# attached
 rm -f "$mnt/killed/victim" || bad "killed: unlink of the open victim failed"
+sleep 0.5
+kill -INT "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+awk -v dir="$cdir" '
+	/rename.*silly-names\.tmp.*= 0/ { renamed = 1; next }
+	renamed && index($0, "openat(") && index($0, "\"" dir "\"") && /O_DIRECTORY/ {
+		fd = $NF; next }
+	renamed && fd != "" && index($0, "fsync(" fd ")") && / = 0$/ { ok = 1 }
+	END { exit !ok }' "$work/silly.strace" ||
+	bad "killed: silly-names renamed into place without an fsync of $cdir (strace: $(grep -c . "$work/silly.strace") lines, $(head -c 200 "$work/strace.err"))"
 hidden=$(cd "$data/killed" && ls -A | grep -v -x -e .cachegw-silly.decoy -e .cachegw-silly.0000000000000001.1 -e .nfs0000000000000001)
 echo "  killed: at the origin while open: ${hidden:-nothing}" >&2
 [ -n "$hidden" ] || bad "killed: no hidden name at the origin while the file is open (no silly-rename?)"
