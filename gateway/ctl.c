@@ -298,13 +298,13 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 			break;
 		gw->ctl_nthreads++;
 	}
+	/* Fewer threads than asked for still serve, one client each. */
 	if (gw->ctl_nthreads == 0) {
 		close(gw->ctl_stop[0]);
 		close(gw->ctl_stop[1]);
 		errno = ret;
 		goto out_errno;
 	}
-	/* Fewer threads than asked for still serve, one client each. */
 	/* Unlinked at stop by its real path, whatever bind() went through. */
 	if (asprintf(&gw->ctl_path, "%s/%s", dir, CACHE_CTL_NAME) < 0)
 		gw->ctl_path = NULL;

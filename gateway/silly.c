@@ -91,23 +91,17 @@ static int name_fileid(const char *name, uint64_t *fileid)
 	return 0;
 }
 
-/* Write the list to the file, durably. t->lock held. */
 /* Make a rename into path's directory durable: the record must survive a
  * power cut that follows the origin's RENAME. */
 static int sync_parent(const char *path)
 {
-	char *dir = strdup(path), *slash;
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
+			  : strdup(".");
 	int fd, ret = 0;
 
 	if (!dir)
 		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		strcpy(dir, ".");
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) < 0)
 		ret = -errno;
@@ -117,6 +111,7 @@ static int sync_parent(const char *path)
 	return ret;
 }
 
+/* Write the list to the file, durably. t->lock held. */
 static int tab_save_locked(struct gw_silly_tab *t)
 {
 	char tmp[4096], fh[2 * NFSC_FH_MAX + 1];
