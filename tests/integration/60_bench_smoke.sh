@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` (2 rounds) and `strategies` (1 round) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round) and `writes` (write-back with and without the cache's copy, 1 round) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -88,6 +88,22 @@ check_csv "$work/strategies.csv" \
 if [ -n "$plot" ]; then
 	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"
 fi
+# writes: write-back with and without the cache's copy (back-around), one
+# window, no dd: a row each, with numbers where numbers belong.
+timeout -k 10 120 "$BENCH" writes --write-modes 'back back-around' --write-windows 1M --no-seq \
+	--rounds 1 --write-size 4M --quiet --workdir "$work" --csv "$work/writes.csv" \
+	>"$work/writes.out" 2>"$work/writes.err"
+rc=$?
+[ $rc = 0 ] || { bad "cachegw-bench writes exited $rc"; tail -n 30 "$work/writes.err" >&2; }
+[ "$(head -1 "$work/writes.csv" 2>/dev/null)" = target,mode,write_window,MBps,spread_MBps,ratio,gw_cpu_s_per_GiB,window_waits,waited_s,inflight_max ] ||
+	bad "writes.csv header: '$(head -1 "$work/writes.csv" 2>/dev/null)'"
+for m in write-back write-back-around; do
+	IFS=, read -r _ _ ww mbps _ ratio cpu _ _ _ < <(grep "^gateway,$m," "$work/writes.csv")
+	[ "${ww:-}" = 1M ] && [[ ${mbps:-} =~ $num ]] && [[ ${ratio:-} =~ $num ]] && [[ ${cpu:-} =~ $num ]] ||
+		bad "writes.csv: no complete row for $m: $(grep "^gateway,$m," "$work/writes.csv")"
+done
+"$BENCH" writes --write-modes bogus >/dev/null 2>"$work/bogus.err" && bad "writes --write-modes bogus was accepted"
+grep -q 'bad --write-modes value bogus' "$work/bogus.err" || bad "writes --write-modes bogus: $(head -c 200 "$work/bogus.err")"
 echo "bench smoke took $((SECONDS - t0)) s" >&2
 
 # Everything the bench started is gone.
