@@ -77,7 +77,7 @@ before=$(snapshot "$c")
 expect_fail "format version 99" any 'version' "$ORIGIN_URL" "$mnt" -f -o "cache_dir=$c"
 grep -Eq 'version[^0-9]*99|99[^0-9]*version' "$work/out" ||
 	bad "format version 99: the message does not say which version it found: $(head -c 300 "$work/out")"
-[ "$(snapshot "$c")" = "$before" ] || bad "format version 99: the cache was modified"
+[ "$(snapshot "$c")" = "$before" ] || bad "format version 99: the cache was modified: $(diff <(echo "$before") <(snapshot "$c") | head -5 | tr '\n' ' ')"
 # Daemon mode (no -f) reports the same failure through its exit status.
 expect_fail "format version 99 (background)" any 'version' "$ORIGIN_URL" "$mnt" -o "cache_dir=$c"
 # Format 1 (one checksum per block, before the 4 KiB sector checksums):
@@ -88,7 +88,7 @@ sed -i 's/^format_version = .*/format_version = 1/' "$c/cache.conf"
 before=$(snapshot "$c")
 expect_fail "format version 1" any 'format version 1;.*version 2.*empty cache_dir' "$ORIGIN_URL" "$mnt" -f -o "cache_dir=$c"
 [ "$(wc -l <"$work/out")" = 1 ] || bad "format version 1: not one line: $(head -c 300 "$work/out")"
-[ "$(snapshot "$c")" = "$before" ] || bad "format version 1: the cache was modified"
+[ "$(snapshot "$c")" = "$before" ] || bad "format version 1: the cache was modified: $(diff <(echo "$before") <(snapshot "$c") | head -5 | tr '\n' ' ')"
 
 # 5. A read-only filesystem: an empty one, and one holding a valid cache.
 ro=$(harness_tmpdir ro)
