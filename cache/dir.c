@@ -253,6 +253,23 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Another format version: refused with what to do, before anything is
+ * written into the directory (not even the lock file's pid). */
+static int version_ok(struct cache *c, unsigned version, char *err,
+		      size_t errlen)
+{
+	if (version != CACHE_FORMAT_VERSION) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d%s",
+			      c->dir, version, CACHE_FORMAT_VERSION,
+			      version < CACHE_FORMAT_VERSION ?
+			      " (a checksum per 4 KiB, not per block) and does not convert it: give it an empty cache_dir" :
+			      ": use the newer cachegw that made it, or an empty cache_dir");
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /* Read cache.conf, or (OWNER, blank dir) create the layout. Called with the
  * lock held when there is one, so two owners cannot initialise at once. */
 static int open_layout(struct cache *c, char *err, size_t errlen)
@@ -287,15 +304,9 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 			      CACHE_CONF_NAME);
 		return -EPROTO;
 	}
-	if (version != CACHE_FORMAT_VERSION) {
-		cache_set_err(err, errlen,
-			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d%s",
-			      c->dir, version, CACHE_FORMAT_VERSION,
-			      version < CACHE_FORMAT_VERSION ?
-			      " (a checksum per 4 KiB, not per block) and does not convert it: give it an empty cache_dir" :
-			      ": use the newer cachegw that made it, or an empty cache_dir");
-		return -EPROTO;
-	}
+	ret = version_ok(c, version, err, errlen);
+	if (ret)
+		return ret;
 	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
 		cache_set_err(err, errlen, "cache_dir %s: bad block_size %u in %s",
 			      c->dir, bs, CACHE_CONF_NAME);
@@ -346,13 +357,20 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	ret = open_dir(c, err, errlen);
 	if (ret)
 		goto out_free;
-	/* 2. Refuse a foreign directory before writing anything into it
-	 *    (the lock file): a read-only look at cache.conf first. */
+	/* 2. Refuse a foreign directory, or a cache of another format,
+	 *    before writing anything into it (the lock file and its pid): a
+	 *    read-only look at cache.conf first. */
 	{
 		unsigned v;
 		uint32_t bs;
+		int r = conf_read(c->dirfd, &v, &bs);
 
-		if (conf_read(c->dirfd, &v, &bs) == -ENOENT &&
+		if (r == 0) {
+			ret = version_ok(c, v, err, errlen);
+			if (ret)
+				goto out_dir;
+		}
+		if (r == -ENOENT &&
 		    (c->mode != CACHE_OPEN_OWNER || !dir_is_blank(c->dirfd))) {
 			if (c->mode == CACHE_OPEN_OWNER) {
 				cache_set_err(err, errlen,

@@ -42,7 +42,12 @@ expect_fail() {
 	fi
 	echo "$label: exit $rc: $(head -n 1 "$work/out")" >&2
 }
-snapshot() { (cd "$1" && find . -printf '%p %y %s %m\n' | LC_ALL=C sort); }
+# Names, types, sizes, modes, and the bytes of the small files (the lock
+# file holds the last owner's pid: a refused start must not rewrite it).
+snapshot() {
+	(cd "$1" && find . -printf '%p %y %s %m\n' | LC_ALL=C sort &&
+		find . -maxdepth 1 -type f -size -4k -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+}
 
 # 1. No cache_dir at all: usage error (2), the message names the option.
 expect_fail "no cache_dir" 2 'cache_dir' "$ORIGIN_URL" "$mnt" -f
