@@ -253,11 +253,24 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* Another format version: refused with what to do, before anything is
- * written into the directory (not even the lock file's pid). */
-static int version_ok(struct cache *c, unsigned version, char *err,
-		      size_t errlen)
+/* What conf_read found (ret, version, bs) is a cache this cachegw can
+ * use; else the reason, with what to do. Called before anything is written
+ * into the directory (not even the lock file's pid), and again under the
+ * lock. */
+static int conf_check(struct cache *c, int ret, unsigned version,
+		      uint32_t bs, char *err, size_t errlen)
 {
+	if (ret == -EINVAL || ret == -EIO) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s: damaged %s (move the directory aside, or give an empty cache_dir)",
+			      c->dir, CACHE_CONF_NAME);
+		return -EPROTO;
+	}
+	if (ret) {
+		cache_set_err(err, errlen, "cache_dir %s: cannot read %s: %s",
+			      c->dir, CACHE_CONF_NAME, strerror(-ret));
+		return ret;
+	}
 	if (version != CACHE_FORMAT_VERSION) {
 		cache_set_err(err, errlen,
 			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d%s",
@@ -265,6 +278,12 @@ static int version_ok(struct cache *c, unsigned version, char *err,
 			      version < CACHE_FORMAT_VERSION ?
 			      " (a checksum per 4 KiB, not per block) and does not convert it: give it an empty cache_dir" :
 			      ": use the newer cachegw that made it, or an empty cache_dir");
+		return -EPROTO;
+	}
+	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s: bad block_size %u in %s (move the directory aside, or give an empty cache_dir)",
+			      c->dir, bs, CACHE_CONF_NAME);
 		return -EPROTO;
 	}
 	return 0;
@@ -299,19 +318,9 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 			      c->dir, CACHE_CONF_NAME);
 		return -ENOENT;
 	}
-	if (ret) {
-		cache_set_err(err, errlen, "cache_dir %s: damaged %s", c->dir,
-			      CACHE_CONF_NAME);
-		return -EPROTO;
-	}
-	ret = version_ok(c, version, err, errlen);
+	ret = conf_check(c, ret, version, bs, err, errlen);
 	if (ret)
 		return ret;
-	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
-		cache_set_err(err, errlen, "cache_dir %s: bad block_size %u in %s",
-			      c->dir, bs, CACHE_CONF_NAME);
-		return -EPROTO;
-	}
 	c->block_size = bs;	/* an existing cache keeps its own */
 	if (cache_writable(c) && mkdirat(c->dirfd, CACHE_OBJ_DIR, 0700) < 0 &&
 	    errno != EEXIST) {
@@ -357,16 +366,16 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	ret = open_dir(c, err, errlen);
 	if (ret)
 		goto out_free;
-	/* 2. Refuse a foreign directory, or a cache of another format,
-	 *    before writing anything into it (the lock file and its pid): a
-	 *    read-only look at cache.conf first. */
+	/* 2. Refuse a foreign directory, or a cache that cannot be used
+	 *    (damaged, another format), before writing anything into it (the
+	 *    lock file and its pid): a read-only look at cache.conf first. */
 	{
 		unsigned v;
 		uint32_t bs;
 		int r = conf_read(c->dirfd, &v, &bs);
 
-		if (r == 0) {
-			ret = version_ok(c, v, err, errlen);
+		if (r != -ENOENT) {
+			ret = conf_check(c, r, v, bs, err, errlen);
 			if (ret)
 				goto out_dir;
 		}

@@ -136,7 +136,7 @@ grep -q '^origin_read_bytes_total' "$work/stats7" || bad "(7) stats output: $(he
 echo "  (7) stats answered in $(( $(date +%s) - t0 )) s with the origin stopped" >&2
 kill -0 "$qpid" 2>/dev/null || bad "(7) cached answered while the origin was stopped: $(cat "$work/cached7")"
 kill -CONT "$ORIGIN_PID"
-for ((i = 0; i < 300 && $(kill -0 "$qpid" 2>/dev/null && echo 1 || echo 0); i++)); do sleep 0.1; done
+for ((i = 0; i < 300; i++)); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.1; done
 wait "$qpid" || bad "(7) cached client exit $?"
 grep -q '^file 5 0 0$' "$work/cached7" || bad "(7) cached late/f after the origin came back: '$(cat "$work/cached7")'"
 

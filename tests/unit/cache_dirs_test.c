@@ -48,10 +48,19 @@ int main(void)
 	write_file(t_path("v99/cache.conf"), "format_version = 99\nblock_size = 65536\n");
 	CHECK_EQ(try_open(t_path("v99"), CACHE_OPEN_OWNER, err, sizeof(err)), -EPROTO);
 	CHECK(strstr(err, "format version 99"));
-	/* Damaged cache.conf. */
+	CHECK(access(t_path("v99/lock"), F_OK) < 0);	/* refused untouched */
+	/* Damaged cache.conf: refused untouched, with what to do. */
 	mkdir(t_path("junkconf"), 0700);
 	write_file(t_path("junkconf/cache.conf"), "hello\n");
 	CHECK_EQ(try_open(t_path("junkconf"), CACHE_OPEN_OWNER, err, sizeof(err)), -EPROTO);
+	CHECK(strstr(err, "damaged cache.conf") && strstr(err, "empty cache_dir"));
+	CHECK(access(t_path("junkconf/lock"), F_OK) < 0);
+	/* A bad block size recorded: the same. */
+	mkdir(t_path("badbs"), 0700);
+	write_file(t_path("badbs/cache.conf"), "format_version = 2\nblock_size = 3000\n");
+	CHECK_EQ(try_open(t_path("badbs"), CACHE_OPEN_OWNER, err, sizeof(err)), -EPROTO);
+	CHECK(strstr(err, "bad block_size 3000"));
+	CHECK(access(t_path("badbs/lock"), F_OK) < 0);
 	/* Missing parent; missing dir for INSPECT. */
 	CHECK_EQ(try_open(t_path("no/such/dir"), CACHE_OPEN_OWNER, err, sizeof(err)), -ENOENT);
 	CHECK(strstr(err, "cannot create"));
