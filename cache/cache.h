@@ -89,7 +89,10 @@ void cache_get_stats(struct cache *c, struct cache_stats *st);
 /* Look up or create the object for key. coh is the caller's current
  * coherency blob; if the stored one differs, the object's data is dropped
  * and coh stored. size is the origin's current size (bounds the blocks).
- * Returns a reference in *out; drop it with cache_obj_put(). */
+ * Returns a reference in *out; drop it with cache_obj_put(). With
+ * cache_size set, a new object's files need room: -ENOSPC when none can be
+ * made now (every object referenced, or the cap taken by fills still in
+ * flight); the caller goes on uncached, as for any cache error. */
 int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 		  const void *coh, size_t cohlen, uint64_t size,
 		  struct cache_obj **out);
