@@ -34,7 +34,9 @@ c4=$(harness_tmpdir client-v42)
 nfs_mount "127.0.0.1:$mnt" "$c3" vers=3,nolock,actimeo=0 || exit 1
 nfs_mount "127.0.0.1:/export" "$c4" vers=4.2,actimeo=0 || exit 1
 
-want=$(cd "$data" && "$prog" big.bin | cut -d' ' -f1)
+# The program's input is small (with the 33 MiB big.bin the step took
+# ~6 s under TCG): what is tested is that it and its libraries run there.
+want=$(cd "$data" && "$prog" edge_1m_plus_1 | cut -d' ' -f1)
 for c in "$c3" "$c4"; do
 	v=$(basename "$c" | cut -d. -f1)
 	step "$v: tree and bytes"
@@ -42,7 +44,7 @@ for c in "$c3" "$c4"; do
 		bad "$v: the tree differs from the origin's: $(head -n 5 "$c.diff")"
 	fi
 	step "$v: exec from the re-export"
-	got=$(cd "$c" && timeout 120 "./prog/lib/$loader" --library-path ./prog/lib ./prog/sha256sum big.bin | cut -d' ' -f1)
+	got=$(cd "$c" && timeout 120 "./prog/lib/$loader" --library-path ./prog/lib ./prog/sha256sum edge_1m_plus_1 | cut -d' ' -f1)
 	[ "$got" = "$want" ] || bad "$v: sha256sum run from the re-export printed '$got', want '$want'"
 	step "$v: mmap reads"
 	timeout 120 python3 - "$c/big.bin" "$data/big.bin" <<-'PY' || bad "$v: mmap read of big.bin differs from the origin's"
