@@ -540,6 +540,9 @@ struct gw {
 	unsigned win_writes_max;	/* and their high-water mark, win_lock */
 	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
 					 * (writeback, mmap) (atomic) */
+	uint64_t writepage_errors;	/* of them, refused by the origin:
+					 * the error kept for the next flush
+					 * or fsync (atomic) */
 	int dirty_limits_set;		/* bdi dirty limits raised (atomic) */
 	uint64_t resends;		/* extents resent after a verifier
 					 * change (atomic) */

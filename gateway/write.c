@@ -488,7 +488,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	struct gw_extent *e;
 	struct nfsc_attr known;
 	struct wresult res;
-	bool commit_now, judge, foreign;
+	bool commit_now, judge, foreign, first;
 	uint64_t seq;
 	int ret;
 
@@ -546,15 +546,31 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 * behind it now. Drop it. */
 		gw_cache_drop(gw, ino);
 		pthread_mutex_lock(&ino->lock);
-		/* A write-back WRITE's error reaches no write(2): the kernel
-		 * marks its mapping, and the flush or fsync says it too, as
-		 * the NFS client's close and fsync do (ENOSPC, EDQUOT). */
-		if (writepage && !ino->write_err)
-			ino->write_err = ret;
 		ino->writes_done++;
 		pthread_cond_broadcast(&ino->fetch_cond);
+		if (!writepage) {
+			pthread_mutex_unlock(&ino->lock);
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		/* A write-back WRITE's error reaches no write(2). Failed, it
+		 * would mark the kernel's mapping, which keeps only ENOSPC:
+		 * close would say EIO for EDQUOT, EROFS, ESTALE. So the
+		 * kernel is told the pages went out, and the next flush or
+		 * fsync of the file gives the origin's own error, as the NFS
+		 * client's close and fsync do. Those pages hold bytes the
+		 * origin never took: the next open drops them. */
+		first = !ino->write_err;
+		if (first)
+			ino->write_err = ret;
+		ino->pages_stale = true;
 		pthread_mutex_unlock(&ino->lock);
-		fuse_reply_err(req, -ret);
+		__atomic_fetch_add(&gw->writepage_errors, 1, __ATOMIC_RELAXED);
+		if (first)
+			gw_log("write-back WRITE of %zu bytes at %llu refused "
+			       "(%s): given at the next flush or fsync", size,
+			       (unsigned long long)off, strerror(-ret));
+		fuse_reply_write(req, size);
 		return;
 	}
 	pthread_mutex_lock(&ino->lock);

@@ -10,7 +10,7 @@ FSX=${CACHEGW_FSX:-$(dirname "$CACHEGW")/../tests/fsx/fsx}
 [ -x "$FSX" ] || { echo "SKIP: fsx not built ($FSX)" >&2; exit 77; }
 # Fixed seeds, so that a failure replays; CACHEGW_FSX_SEEDS tries others.
 read -r -a seeds <<<"${CACHEGW_FSX_SEEDS:-1 2 3}"
-ops=${CACHEGW_FSX_OPS:-1800}
+ops=${CACHEGW_FSX_OPS:-1200}
 
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }

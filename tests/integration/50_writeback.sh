@@ -1,5 +1,5 @@
 #!/bin/bash
-# -o writeback (the kernel's FUSE write-back cache): random 4 KiB writes reach the origin as fewer, larger WRITEs of the kernel's dirty pages; after close a second gateway mount and libnfs (nfs-cat) read exactly the bytes written; with write_window=64k four writers wait for the window (waits and time counted) and every byte arrives; a full origin (tmpfs, size=4m) makes fsync and close fail with ENOSPC; after kill -9 of the gateway what was fsync'ed is at the origin, and the cache it left verifies and serves the same bytes; a 512 MiB dd conv=fsync (up to 16 WRITEs of 1 MiB in flight, each growing the file) keeps the gateway alive and reaches the origin and the cache byte for byte.
+# -o writeback (the kernel's FUSE write-back cache): random 4 KiB writes reach the origin as fewer, larger WRITEs of the kernel's dirty pages; after close a second gateway mount and libnfs (nfs-cat) read exactly the bytes written; with write_window=64k four writers wait for the window (waits and time counted) and every byte arrives; a full origin (tmpfs, size=4m) makes fsync and close fail with ENOSPC, one over its quota (a btrfs qgroup) with EDQUOT; after kill -9 of the gateway what was fsync'ed is at the origin, and the cache it left verifies and serves the same bytes; a 512 MiB dd conv=fsync (up to 16 WRITEs of 1 MiB in flight, each growing the file) keeps the gateway alive and reaches the origin and the cache byte for byte.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -128,6 +128,44 @@ echo "  (3) 8 MiB into 4 MiB, close: $out" >&2
 rm -f "$mnt/b"
 unmount_gateway "$mnt" || bad "(3) unmount / gateway exit (log: $GW_LOG)"
 origin_stop small
+
+# ---- 3b. Over quota at the origin: EDQUOT, from fsync and from close. A
+# btrfs (this kernel has no ext4/xfs/tmpfs quota) with its tree limited to
+# 2 MiB by a qgroup. The kernel keeps only ENOSPC of a failed write-back
+# WRITE for close (any other error becomes EIO there), so the gateway must
+# hand the origin's error back itself, as the NFS client's close does.
+qimg=$(harness_tmpdir qimg)/q.img
+qtop=$(harness_tmpdir qtop)
+if ! { truncate -s 256M "$qimg" && mkfs.btrfs -q "$qimg" >/dev/null 2>&1 &&
+	mount -o loop "$qimg" "$qtop"; }; then
+	bad "(3b) cannot make a btrfs on a loop device"
+else
+	harness_register_mount "$qtop"
+	mkdir "$qtop/d"
+	if ! { btrfs quota enable "$qtop" && btrfs qgroup limit 2M "$qtop"; }; then
+		bad "(3b) cannot limit the btrfs to 2 MiB (qgroup)"
+	fi
+	origin_start quota "$qtop/d" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+	cquota=$(harness_tmpdir cquota)
+	mount_gateway "$QUOTA_URL" "$mnt" "cache_dir=$cquota,writeback" || exit 1
+	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/a" $((4 << 20)) fsync 2>&1)
+	echo "  (3b) 4 MiB into a 2 MiB quota, fsync: $out" >&2
+	case $out in
+	"write ok fsync EDQUOT close "*) ;;
+	*) bad "(3b) fsync over quota: '$out', want 'write ok fsync EDQUOT close ...'" ;;
+	esac
+	rm -f "$mnt/a"
+	sync -f "$qtop"		# the qgroup gives the room back at commit
+	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/b" $((4 << 20)) close 2>&1)
+	echo "  (3b) 4 MiB into a 2 MiB quota, close: $out" >&2
+	[ "$out" = "write ok close EDQUOT" ] || bad "(3b) close over quota: '$out', want 'write ok close EDQUOT'"
+	n=$(gw_metric "$cquota" write_writepage_errors_total)
+	echo "  (3b) write-back WRITEs refused: ${n:-?}" >&2
+	[ "${n:-0}" -gt 0 ] || bad "(3b) write_writepage_errors_total is '${n:-}', want > 0"
+	unmount_gateway "$mnt" || bad "(3b) unmount / gateway exit (log: $GW_LOG)"
+	origin_stop quota
+	umount "$qtop" || bad "(3b) cannot unmount the btrfs"
+fi
 
 # ---- 4. kill -9: what was fsync'ed is at the origin; the cache is sound.
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1

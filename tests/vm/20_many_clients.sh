@@ -9,7 +9,7 @@ trap vm_cleanup EXIT
 
 MOUNTS=16
 PROCS=3			# reader processes per mount
-# ASan's quarantine of freed memory (256 MiB by default) would read as
+# With an ASan build, its quarantine of freed memory (256 MiB by default) would read as
 # growth; keep it small so that RSS reflects what the gateway holds (as in
 # tests/integration/41_reexport_many.sh).
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: fsx (reads, writes, truncates, mapped reads and MAP_SHARED writes, fsync, close/reopen, O_DIRECT reads) through the kernel NFS client over NFSv3 and NFSv4.2 → knfsd → the cachegw mount (ASan) → ganesha origin: every op matches fsx's model, and the files then equal the origin's bytes, read at the origin, through the gateway mount and through the client after a remount.
+# Guest test: fsx (reads, writes, truncates, mapped reads and MAP_SHARED writes, fsync, close/reopen, O_DIRECT reads) through the kernel NFS client over NFSv3 and NFSv4.2 → knfsd → the cachegw mount → ganesha origin: every op matches fsx's model, and the files then equal the origin's bytes, read at the origin, through the gateway mount and through the client after a remount.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_require_guest

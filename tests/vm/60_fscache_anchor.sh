@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: cachegw (ASan) and the kernel NFS client with -o fsc + cachefilesd (cache on a loop-mounted ext4 image) side by side over one knfsd origin (own network namespace): bytes flipped in each cache's backing files, restart with a warm cache, a working set larger than the cache, a knfsd re-export of each (bytes, exec). cachegw's results are asserted; fscache's are recorded ("ANCHOR check=... cachegw=... fscache=..." lines), and the test fails only if a fscache check could not be carried out.
+# Guest test: cachegw and the kernel NFS client with -o fsc + cachefilesd (cache on a loop-mounted ext4 image) side by side over one knfsd origin (own network namespace): bytes flipped in each cache's backing files, restart with a warm cache, a working set larger than the cache, a knfsd re-export of each (bytes, exec). cachegw's results are asserted; fscache's are recorded ("ANCHOR check=... cachegw=... fscache=..." lines), and the test fails only if a fscache check could not be carried out.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_require_guest

@@ -9,7 +9,7 @@ CACHEGW_DEPS=(
 	nfs-ganesha nfs-ganesha-vfs rpcbind
 	fio e2fsprogs util-linux gnuplot-nox libclang-rt-14-dev
 	curl prometheus
-	debhelper dpkg-dev man-db jq strace
+	debhelper dpkg-dev man-db jq strace btrfs-progs
 )
 
 # Print the packages of "$@" (default: CACHEGW_DEPS) that are not installed.
