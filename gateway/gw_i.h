@@ -213,6 +213,10 @@ struct gw_inode {
 					 * writes wait). fetch_cond is
 					 * broadcast when either ends */
 	int write_err;			/* -errno to report at flush/fsync */
+	unsigned opening;		/* opens past the kernel's lookup but
+					 * not yet counted in opens: an
+					 * unlink meanwhile hides the name
+					 * instead of removing the file */
 	bool pages_stale;		/* the kernel's pages may hold a
 					 * version changed by someone else
 					 * before our write (wcc): the next

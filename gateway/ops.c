@@ -524,6 +524,14 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		uint64_t gen;
 		bool fresh;
 
+		/* 0. Open from here on for an unlink of the file: one that
+		 *    came while the origin is asked below would remove it, and
+		 *    this open would get a stale handle (ESTALE, which no
+		 *    local file system returns); hidden, its name goes at the
+		 *    last close, or below if this open fails. */
+		pthread_mutex_lock(&ino->lock);
+		ino->opening++;
+		pthread_mutex_unlock(&ino->lock);
 		/* 1. Never serve a byte the origin would refuse this user,
 		 *    cached or not. */
 		mask = (fi->flags & O_ACCMODE) == O_RDONLY ? R_OK :
@@ -548,6 +556,8 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	f->writer = created || (fi->flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_lock(&ino->lock);
 	ino->opens++;
+	if (!created)
+		ino->opening--;
 	if (f->writer)
 		ino->writers++;
 	/* 4. A reader of a file that is open for writing through this mount
@@ -600,6 +610,10 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 out_free:
 	free(f);
+	pthread_mutex_lock(&ino->lock);
+	ino->opening--;
+	pthread_mutex_unlock(&ino->lock);
+	gw_silly_release(gw, ino);	/* hidden for this open only */
 	return ret;
 }
 

@@ -320,7 +320,7 @@ bool gw_silly_wanted(struct gw_inode *ino, const struct nfsc_attr *a)
 	if (a->type != NFSC_REG || a->nlink > 1)
 		return false;
 	pthread_mutex_lock(&ino->lock);
-	open = ino->opens > 0 && !ino->silly;
+	open = (ino->opens > 0 || ino->opening > 0) && !ino->silly;
 	pthread_mutex_unlock(&ino->lock);
 	return open;
 }
@@ -356,7 +356,7 @@ int gw_silly_rename(struct gw *gw, const struct nfsc_cred *cr,
 	/* 3. Its last close removes the name; if that close came while the
 	 *    RENAME was out, nobody else will. */
 	pthread_mutex_lock(&ino->lock);
-	closed = ino->opens == 0;
+	closed = ino->opens == 0 && ino->opening == 0;
 	if (!closed && !ino->silly) {
 		ino->silly = s;
 		s = NULL;
@@ -416,7 +416,7 @@ void gw_silly_release(struct gw *gw, struct gw_inode *ino)
 	struct gw_silly *s = NULL;
 
 	pthread_mutex_lock(&ino->lock);
-	if (ino->opens == 0) {
+	if (ino->opens == 0 && ino->opening == 0) {
 		s = ino->silly;
 		ino->silly = NULL;
 	}

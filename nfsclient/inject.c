@@ -41,6 +41,11 @@ void nfsc_inject_from_env(struct nfsc *n)
 		in->commit_err = inject_parse_errno(v);
 		in->commit_err_count = count;
 	}
+	v = env_count("CACHEGW_INJECT_ACCESS_DELAY", &count);
+	if (v) {
+		in->access_delay_ms = (unsigned)atoi(v);
+		in->access_delay_count = count;
+	}
 	v = env_count("CACHEGW_INJECT_WRITE_DELAY", &count);
 	if (v && strchr(v, ':')) {
 		in->write_delay_off = strtoull(v, NULL, 10);
@@ -107,6 +112,16 @@ void nfsc_inject_commit_delay(struct nfsc *n)
 	if (!ms)
 		return;
 	fprintf(stderr, "cachegw: inject: COMMIT held for %u ms\n", ms);
+	hold(n, ms);
+}
+
+void nfsc_inject_access_delay(struct nfsc *n)
+{
+	unsigned ms = n->inject.access_delay_ms;
+
+	if (!ms || !take(&n->inject.access_delay_count))
+		return;
+	fprintf(stderr, "cachegw: inject: ACCESS held for %u ms\n", ms);
 	hold(n, ms);
 }
 

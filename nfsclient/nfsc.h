@@ -149,8 +149,11 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
  *                                          number or EIO, ENOSPC, ...)
  *   CACHEGW_INJECT_WRITE_DELAY=OFF:MS      the first WRITE at offset >= OFF
  *                                          waits MS before it is queued
- *   CACHEGW_INJECT_RELEASE=PATH            a COMMIT or WRITE held by the two
- *                                          above also waits (up to 120 s)
+ *   CACHEGW_INJECT_ACCESS_DELAY=MS[:N]     the next N ACCESS calls (all if
+ *                                          no N) wait MS before they are
+ *                                          sent (on the caller's thread)
+ *   CACHEGW_INJECT_RELEASE=PATH            a COMMIT, WRITE or ACCESS held by
+ *                                          those above also waits (up to 120 s)
  *                                          until PATH exists: a test acts
  *                                          while it is held, however slowly
  *   CACHEGW_INJECT_WRITE_ZERO=N            the next N WRITE replies (all if

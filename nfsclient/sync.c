@@ -94,6 +94,7 @@ int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, uint32_t mask, uint32_t *granted,
 		struct nfsc_post *post)
 {
+	nfsc_inject_access_delay(n);
 	SYNC_CALL(nfsc_access_async(n, -1, cr, fh, mask, granted, post,
 					    waiter_done, &w));
 }

@@ -181,6 +181,44 @@ done
 [ "$left" = ".cachegw-silly.0000000000000001.1 .cachegw-silly.decoy .nfs0000000000000001 " ] ||
 	bad "killed: after restart the origin has: $left"
 
+# 3b. An unlink that comes while an open of the file is still asking the
+# origin (its ACCESS held by fault injection until the unlink is done):
+# the open succeeds and reads the file, as on a local fs where the open
+# got there first, and the name goes at its close. The unlink used to
+# remove the file (no open counted yet): the open failed with ESTALE.
+mnt2=$(harness_tmpdir mnt2)
+mkdir -p "$data/race"
+gw1=("$GW_MNT" "$GW_PID" "$GW_LOG")	# the main mount's, for its unmount
+echo racedata >"$data/race/victim"
+CACHEGW_INJECT_ACCESS_DELAY=100:1 CACHEGW_INJECT_RELEASE=$work/race.release \
+	mount_gateway "$ORIGIN_URL" "$mnt2" "cache_dir=$(harness_tmpdir cache-race)" || exit 1
+timeout 60 "$PY" -c '
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+except OSError as x:
+    print("open=" + errno.errorcode[x.errno]); sys.exit(0)
+try:
+    r = os.read(fd, 100).decode().strip()
+except OSError as x:
+    r = errno.errorcode[x.errno]
+print("open=ok read=%s nlink=%d" % (r, os.fstat(fd).st_nlink))
+os.close(fd)' "$mnt2/race/victim" >"$work/race.out" 2>&1 &
+opener=$!
+if timeout 30 bash -c 'until grep -q "inject: ACCESS held" "$1"; do sleep 0.1; done' _ "$GW_LOG"; then
+	rm "$mnt2/race/victim" || bad "open-race: unlink through the mount failed"
+else
+	bad "open-race: the open's ACCESS was never held"
+fi
+touch "$work/race.release"
+wait "$opener"
+out=$(cat "$work/race.out")
+echo "  open-race: $out" >&2
+[ "$out" = "open=ok read=racedata nlink=0" ] || bad "open-race: unlink during an open: '$out', want 'open=ok read=racedata nlink=0'"
+origin_empty race
+unmount_gateway "$mnt2" || bad "open-race: unmount / gateway exit (log: $GW_LOG)"
+GW_MNT=${gw1[0]} GW_PID=${gw1[1]} GW_LOG=${gw1[2]}
+
 # 4. A non-owner's write to a setuid / setgid file it may write: succeeds,
 # and the bits are cleared, as on a local fs. A truncate succeeds too; the
 # origin (ganesha) keeps the bits there, and the mount shows what it has.
