@@ -115,17 +115,25 @@ harness_register_mount "$small"
 origin_start small "$small" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
 csmall=$(harness_tmpdir csmall)
 mount_gateway "$SMALL_URL" "$mnt" "cache_dir=$csmall,writeback" || exit 1
-out=$(timeout 60 "$PY" "$work/full.py" "$mnt/a" $((8 << 20)) fsync 2>&1)
-echo "  (3) 8 MiB into 4 MiB, fsync: $out" >&2
-case $out in
-"write ok fsync ENOSPC close "*) ;;
-*) bad "(3) fsync on a full origin: '$out', want 'write ok fsync ENOSPC close ...'" ;;
-esac
-rm -f "$mnt/a"
-out=$(timeout 60 "$PY" "$work/full.py" "$mnt/b" $((8 << 20)) close 2>&1)
-echo "  (3) 8 MiB into 4 MiB, close: $out" >&2
-[ "$out" = "write ok close ENOSPC" ] || bad "(3) close on a full origin: '$out', want 'write ok close ENOSPC'"
-rm -f "$mnt/b"
+# full_errors LABEL BYTES ERRNO [DIR]: BYTES written then fsync'ed, then
+# BYTES written then only closed: fsync, and close, must say ERRNO. DIR (the
+# origin's file system) is synced in between.
+full_errors() {
+	local out
+	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/a" "$2" fsync 2>&1)
+	echo "  ($1) $2 bytes, fsync: $out" >&2
+	case $out in
+	"write ok fsync $3 close "*) ;;
+	*) bad "($1) fsync: '$out', want 'write ok fsync $3 close ...'" ;;
+	esac
+	rm -f "$mnt/a"
+	[ -z "${4:-}" ] || sync -f "$4"	# a btrfs qgroup frees at commit
+	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/b" "$2" close 2>&1)
+	echo "  ($1) $2 bytes, close: $out" >&2
+	[ "$out" = "write ok close $3" ] || bad "($1) close: '$out', want 'write ok close $3'"
+	rm -f "$mnt/b"
+}
+full_errors 3 $((8 << 20)) ENOSPC
 unmount_gateway "$mnt" || bad "(3) unmount / gateway exit (log: $GW_LOG)"
 origin_stop small
 
@@ -148,17 +156,7 @@ else
 	origin_start quota "$qtop/d" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
 	cquota=$(harness_tmpdir cquota)
 	mount_gateway "$QUOTA_URL" "$mnt" "cache_dir=$cquota,writeback" || exit 1
-	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/a" $((4 << 20)) fsync 2>&1)
-	echo "  (3b) 4 MiB into a 2 MiB quota, fsync: $out" >&2
-	case $out in
-	"write ok fsync EDQUOT close "*) ;;
-	*) bad "(3b) fsync over quota: '$out', want 'write ok fsync EDQUOT close ...'" ;;
-	esac
-	rm -f "$mnt/a"
-	sync -f "$qtop"		# the qgroup gives the room back at commit
-	out=$(timeout 60 "$PY" "$work/full.py" "$mnt/b" $((4 << 20)) close 2>&1)
-	echo "  (3b) 4 MiB into a 2 MiB quota, close: $out" >&2
-	[ "$out" = "write ok close EDQUOT" ] || bad "(3b) close over quota: '$out', want 'write ok close EDQUOT'"
+	full_errors 3b $((4 << 20)) EDQUOT "$qtop"
 	n=$(gw_metric "$cquota" write_writepage_errors_total)
 	echo "  (3b) write-back WRITEs refused: ${n:-?}" >&2
 	[ "${n:-0}" -gt 0 ] || bad "(3b) write_writepage_errors_total is '${n:-}', want > 0"
