@@ -526,9 +526,9 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 		/* 0. Open from here on for an unlink of the file: one that
 		 *    came while the origin is asked below would remove it, and
-		 *    this open would get a stale handle (ESTALE, which no
-		 *    local file system returns); hidden, its name goes at the
-		 *    last close, or below if this open fails. */
+		 *    this open would fail (ENOENT or ESTALE from the origin,
+		 *    where a local file system opens the file); hidden, its
+		 *    name goes at the last close, or below if this open fails. */
 		pthread_mutex_lock(&ino->lock);
 		ino->opening++;
 		pthread_mutex_unlock(&ino->lock);
