@@ -175,6 +175,14 @@ int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len);
  * disk's speed - the bytes are at the origin already. */
 int cache_write(struct cache_obj *o, const void *buf, size_t len,
 		uint64_t off);
+/* cache_write without the copy, as cache_fill_ref is to cache_fill: a
+ * write of whole blocks (off block-aligned, len a multiple of the block
+ * size or reaching the object's end) is written from buf itself, under
+ * cache_fill_ref's contract for buf; any other is copied as by cache_write
+ * before this returns. release(arg) is called exactly once, in every case.
+ * Returns as cache_write. */
+int cache_write_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		    void (*release)(void *), void *arg);
 
 /* Objects are named by the hex of the XXH3-64 of their key: 16 characters.
  * Files: objects/<name[0..1]>/<name> (data), <name>.meta (metadata). */

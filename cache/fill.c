@@ -591,3 +591,31 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 	pthread_mutex_unlock(&o->write_lock);
 	return ret;
 }
+
+int cache_write_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		    void (*release)(void *), void *arg)
+{
+	uint32_t bs = o->c->block_size;
+	uint64_t size;
+	int ret;
+
+	pthread_mutex_lock(&o->lock);
+	size = o->opened ? o->hdr->size : 0;
+	pthread_mutex_unlock(&o->lock);
+	if (!len || off % bs || off >= size ||
+	    (len % bs && off + len < size)) {
+		/* Edges to merge, or nothing to write: cache_write's way. */
+		ret = cache_write(o, buf, len, off);
+		release(arg);
+		return ret;
+	}
+	/* Whole blocks: no edge to merge, nothing read; the write lock still
+	 * orders this fill against the merges of other own writes. fill()
+	 * clips at the object's end and releases buf in every case. */
+	pthread_mutex_lock(&o->write_lock);
+	ret = fill(o, buf, len, off, release, arg, true);
+	if (ret)
+		cache_drop_range(o, off, len);
+	pthread_mutex_unlock(&o->write_lock);
+	return ret;
+}

@@ -168,10 +168,11 @@ void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 
 void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
-			size_t len, uint64_t off)
+			size_t len, uint64_t off, char *gbuf)
 {
 	struct cache_obj *obj = gw_inode_obj(ino);
 	struct gw_coh c;
+	int ret;
 
 	if (!obj)
 		return;
@@ -180,8 +181,17 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 		cache_obj_invalidate(obj);
 	else if (gw->o->cache_writes_around)
 		cache_drop_range(obj, off, len);
-	else if (cache_write(obj, buf, len, off) < 0)
-		cache_drop_range(obj, off, len);
+	else {
+		if (gbuf) {
+			/* The fill holds its own reference until written. */
+			gw_buf_ref(gbuf);
+			ret = cache_write_ref(obj, gbuf, len, off,
+					      gw_buf_release_cb, gbuf);
+		} else
+			ret = cache_write(obj, buf, len, off);
+		if (ret < 0)
+			cache_drop_range(obj, off, len);
+	}
 	cache_obj_put(obj);
 }
 

@@ -412,10 +412,13 @@ int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 			 const struct nfsc_attr *a, bool size_changed);
-/* The gateway itself wrote buf at off; a: the WRITE's post-op attrs. */
+/* The gateway itself wrote buf at off; a: the WRITE's post-op attrs.
+ * gbuf: NULL, or a gw_buf holding the same bytes from its start, which the
+ * cache then writes itself for whole blocks (taking a reference) instead
+ * of copying buf. */
 void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, const void *buf,
-			size_t len, uint64_t off);
+			size_t len, uint64_t off, char *gbuf);
 
 /* ---- silly.c: files unlinked or renamed over while open ----
  * gw_silly_start removes the hidden names an earlier run left (recorded in
