@@ -71,6 +71,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("write_writepage_total", "counter",
 	  "WRITEs of dirty pages the kernel flushed (writeback, mmap).",
 	  __atomic_load_n(&gw->writepage_writes, __ATOMIC_RELAXED));
+	M("write_spliced_total", "counter",
+	  "FUSE WRITEs whose bytes the kernel handed over through a pipe (one copy, not two).",
+	  __atomic_load_n(&gw->write_spliced, __ATOMIC_RELAXED));
 	M("write_writepage_errors_total", "counter",
 	  "Of them, refused by the origin; the error is given at the file's next flush or fsync.",
 	  __atomic_load_n(&gw->writepage_errors, __ATOMIC_RELAXED));

@@ -358,10 +358,12 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    struct nfsc_attr *fresh, bool *has_fresh);
 
 /* ---- write.c ---- */
-/* writepage: the kernel flushing its page cache (fi->writepage), not a
+/* buf: a gw_buf holding the size bytes, which gw_write takes over (it is
+ * kept for resending until COMMIT, and the cache writes from it).
+ * writepage: the kernel flushing its page cache (fi->writepage), not a
  * write(2) waiting for the answer. */
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	      struct gw_file *f, const char *buf, size_t size, off_t off,
+	      struct gw_file *f, char *buf, size_t size, off_t off,
 	      bool writepage);
 /* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
 void gw_set_kernel_dirty_limits(const struct gw_opts *o);
@@ -547,6 +549,8 @@ struct gw {
 	unsigned win_writes_max;	/* and their high-water mark, win_lock */
 	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
 					 * (writeback, mmap) (atomic) */
+	uint64_t write_spliced;		/* WRITEs whose bytes came through a
+					 * pipe (splice): copied once (atomic) */
 	uint64_t writepage_errors;	/* of them, refused by the origin:
 					 * the error kept for the next flush
 					 * or fsync (atomic) */

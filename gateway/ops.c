@@ -82,6 +82,36 @@ void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
 	cr->ngroups = n > 0 ? (uint32_t)n : 0;
 }
 
+/* libfuse splices a request only into a pipe that holds a whole one
+ * (max_write and a header page), and quietly copies when it cannot make
+ * one: past fs.pipe-max-size (1 MiB by default) that takes
+ * CAP_SYS_RESOURCE, which a root daemon has (not a user mount, not every
+ * container). Say so once, with the fix. */
+static void splice_probe(unsigned max_write)
+{
+	size_t need = (size_t)max_write + 4096, max = 0;
+	int p[2];
+	FILE *f;
+
+	if (pipe(p))
+		return;
+	if (fcntl(p[0], F_SETPIPE_SZ, (int)need) < 0) {
+		f = fopen("/proc/sys/fs/pipe-max-size", "r");
+		if (f) {
+			if (fscanf(f, "%zu", &max) != 1)
+				max = 0;
+			fclose(f);
+		}
+		gw_log("writes: each is copied twice, not once: a pipe of "
+		       "%zu bytes for splice needs CAP_SYS_RESOURCE or "
+		       "fs.pipe-max-size >= %zu (it is %zu); e.g. sysctl "
+		       "fs.pipe-max-size=%zu", need, need, max,
+		       (size_t)2 << 20 > need ? (size_t)2 << 20 : need);
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
 static void gw_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct gw *gw = userdata;
@@ -98,6 +128,14 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* WRITE data through a pipe: the kernel hands its pages over by
+	 * reference and gw_write_buf_op copies them once, into the buffer
+	 * kept until COMMIT (without: the kernel copies them into libfuse's
+	 * buffer and we copy again). */
+	if (conn->capable & FUSE_CAP_SPLICE_READ) {
+		conn->want |= FUSE_CAP_SPLICE_READ;
+		splice_probe(conn->max_write);
+	}
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	/* libfuse turns atomic O_TRUNC on by default: the kernel then
@@ -700,12 +738,36 @@ static void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 	gw_read(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, size, off);
 }
 
-static void gw_write_op(fuse_req_t req, fuse_ino_t nodeid, const char *buf,
-			size_t size, off_t off, struct fuse_file_info *fi)
+/* The bytes go straight into the gw_buf that write.c keeps: with splice
+ * (FUSE_CAP_SPLICE_READ, gw_init) they come from a pipe holding the
+ * kernel's own pages, one copy in all; else from libfuse's buffer. */
+static void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
+			    struct fuse_bufvec *in, off_t off,
+			    struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
+	size_t size = fuse_buf_size(in);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	ssize_t got;
+	char *buf;
 	INODE_OR_ESTALE(gw, req, nodeid, ino);
 
+	buf = gw_buf_get(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	dst.buf[0].mem = buf;
+	if (in->count && (in->buf[0].flags & FUSE_BUF_IS_FD))
+		__atomic_fetch_add(&gw->write_spliced, 1, __ATOMIC_RELAXED);
+	got = size ? fuse_buf_copy(&dst, in, 0) : 0;
+	if (got != (ssize_t)size) {
+		gw_log("write: %zd of %zu bytes from the kernel: %s", got,
+		       size, got < 0 ? strerror((int)-got) : "short");
+		gw_buf_put(buf);
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	gw_write(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, buf, size,
 		 off, fi->writepage);
 }
@@ -811,7 +873,7 @@ const struct fuse_lowlevel_ops gw_oper = {
 	.rename = gw_rename,
 	.setattr = gw_setattr,
 	.access = gw_access,
-	.write = gw_write_op,
+	.write_buf = gw_write_buf_op,
 	.flush = gw_flush,
 	.fsync = gw_fsync,
 	.fsyncdir = gw_fsyncdir,

@@ -315,22 +315,18 @@ static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 #define GW_KEEP_FAILED (4 * GW_COMMIT_AFTER)
 
 /* The copy of a write kept until its COMMIT. Its bytes live in a recycled
- * gw_buf: malloc'd, the extents of a 1 GiB write-back dd (up to
- * GW_COMMIT_WAIT of them alive, freed in bulk at each COMMIT) grew and
- * released whole malloc heaps, and the gateway spent a fifth of its cycles
- * in page faults zeroing them again (perf). */
-static struct gw_extent *extent_new(size_t size)
+ * gw_buf (data, which it takes over): malloc'd, the extents of a 1 GiB
+ * write-back dd (up to GW_COMMIT_WAIT of them alive, freed in bulk at each
+ * COMMIT) grew and released whole malloc heaps, and the gateway spent a
+ * fifth of its cycles in page faults zeroing them again (perf). */
+static struct gw_extent *extent_new(char *data)
 {
 	struct gw_extent *e = malloc(sizeof(*e));
 
 	if (!e)
 		return NULL;
 	e->next = NULL;
-	e->data = gw_buf_get(size);
-	if (!e->data) {
-		free(e);
-		return NULL;
-	}
+	e->data = data;
 	return e;
 }
 
@@ -504,7 +500,7 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
 }
 
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-	      struct gw_file *f, const char *buf, size_t size, off_t off,
+	      struct gw_file *f, char *buf, size_t size, off_t off,
 	      bool writepage)
 {
 	struct gw_extent *e;
@@ -516,15 +512,15 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 	if (writepage)
 		__atomic_fetch_add(&gw->writepage_writes, 1, __ATOMIC_RELAXED);
-	e = extent_new(size);
+	e = extent_new(buf);
 	if (!e) {
+		gw_buf_put(buf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	e->off = (uint64_t)off;
 	e->len = size;
 	e->cred = f->cred;
-	memcpy(e->data, buf, size);
 	/* Until this write is answered, a change seen at the origin may be
 	 * this very write (opens and GETATTRs must not take it for someone
 	 * else's and drop the kernel's pages: see gw_file_open). */
@@ -617,7 +613,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	} else if (res.post.has_attr) {
 		gw_inode_set_attr(ino, &res.post.attr);
 		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
-				   (uint64_t)off, e->data);
+				   (uint64_t)off, buf);
 	} else {
 		gw_cache_drop(gw, ino);
 		gw_inode_invalidate_attr(ino);

@@ -83,6 +83,39 @@ echo "  (1) 2000 random 4 KiB writes reached the origin in ${wp:-?} WRITEs of di
 unmount_gateway "$mnt2" "$R_PID" "$R_LOG" || bad "(1) unmount of the second mount"
 unmount_gateway "$mnt" "$WB_PID" "$WB_LOG" || bad "(1) unmount / gateway exit (log: $WB_LOG)"
 
+# ---- 1b. Splice: the WRITEs' bytes come through a pipe (copied once) when
+# a pipe of max_write + 4 KiB can be made; when it cannot (fs.pipe-max-size
+# 1 MiB and no CAP_SYS_RESOURCE: root in this container, a user mount) the
+# gateway says so and copies, and the bytes are the same either way.
+pipe_max0=$(cat /proc/sys/fs/pipe-max-size)
+restore_pipe_max() { local rc=$?; echo "$pipe_max0" >/proc/sys/fs/pipe-max-size; (exit $rc); harness_cleanup; }
+trap restore_pipe_max EXIT
+cap_res=$(( (0x$(awk '/^CapEff/{print $2}' /proc/self/status) >> 24) & 1 ))
+splice_write() { # PIPE_MAX LABEL: sets n to write_spliced_total
+	echo "$1" >/proc/sys/fs/pipe-max-size
+	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
+	head -c $((6 << 20)) /dev/urandom >"$work/sp.src"
+	dd if="$work/sp.src" of="$mnt/sp.bin" bs=1M conv=fsync status=none ||
+		bad "(1b, $2) dd through the mount failed"
+	cmp -s "$work/sp.src" "$data/sp.bin" || bad "(1b, $2) the origin's bytes differ"
+	n=$(gw_metric "$cdir" write_spliced_total)
+	unmount_gateway "$mnt" "$GW_PID" "$GW_LOG" || bad "(1b, $2) unmount / gateway exit"
+	echo "$pipe_max0" >/proc/sys/fs/pipe-max-size
+}
+splice_write $((2 << 20)) "pipe-max-size 2M"
+echo "  (1b) 6 MiB through a 2 MiB pipe limit: ${n:-?} WRITEs spliced" >&2
+[ "${n:-0}" -ge 1 ] || bad "(1b) write_spliced_total is '${n:-}' with fs.pipe-max-size 2M, want >= 1"
+! grep -q "copied twice" "$GW_LOG" || bad "(1b) with a 2 MiB pipe limit the gateway says writes are copied twice"
+if [ "$cap_res" = 0 ]; then
+	splice_write $((1 << 20)) "pipe-max-size 1M"
+	echo "  (1b) the same under a 1 MiB limit: ${n:-?} WRITEs spliced" >&2
+	[ "${n:-x}" = 0 ] || bad "(1b) write_spliced_total is '${n:-}' with fs.pipe-max-size 1M, want 0"
+	grep -q "copied twice.*fs.pipe-max-size" "$GW_LOG" ||
+		bad "(1b) the gateway did not say why writes are copied twice: $(tail -3 "$GW_LOG")"
+else
+	echo "  (1b) CAP_SYS_RESOURCE here: the pipe-limit fallback cannot be provoked" >&2
+fi
+
 # ---- 2. Congestion: write_window=64k, four writers; they wait, nothing is
 # lost, and the bdi's strict 1 % dirty limit is lifted.
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback,write_window=64k" || exit 1
