@@ -64,5 +64,15 @@ void gw_set_kernel_dirty_limits(const struct gw_opts *o)
 	/* max_ratio first: max_bytes is the same limit in bytes (writing
 	 * either sets both); then lift the strict per-bdi limit. */
 	bdi_write(dir, "max_ratio", "100");
-	bdi_write(dir, "strict_limit", "0");
+	if (o->dirty_max) {
+		char v[32];
+
+		/* A limit of its own, enforced (strict): past it writers
+		 * wait and the flusher starts, so a big write streams to the
+		 * origin while it is written instead of all at fsync. */
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->dirty_max);
+		bdi_write(dir, "max_bytes", v);
+		bdi_write(dir, "strict_limit", "1");
+	} else
+		bdi_write(dir, "strict_limit", "0");
 }

@@ -89,6 +89,8 @@ struct gw_opts {
 	uint64_t readahead;		/* bytes, max readahead window */
 	unsigned max_threads;		/* FUSE worker threads */
 	uint64_t write_window;		/* bytes of WRITE in flight */
+	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
+					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
 	char *logfile;
 	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
@@ -217,6 +219,13 @@ struct gw_inode {
 					 * not yet counted in opens: an
 					 * unlink meanwhile hides the name
 					 * instead of removing the file */
+	uint64_t name_dir;		/* the directory and name a regular */
+	char *name;			/* file was last found by (NULL: none
+					 * yet), for gw_inode_refused_name */
+	bool write_refused;		/* writeback: the origin refused a
+					 * WRITE of the kernel's pages: their
+					 * size and bytes are not the origin's
+					 * (gw_release drops the inode) */
 	bool pages_stale;		/* the kernel's pages may hold a
 					 * version changed by someone else
 					 * before our write (wcc): the next
@@ -356,6 +365,19 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
+
+/* A regular file ino was found as dir/name (lookup, readdirplus, create,
+ * rename): remembered for gw_inode_refused_name. Other types: nothing. */
+void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
+			const struct nfsc_attr *a);
+/* The last close of a file whose write-back WRITEs the origin refused:
+ * the name it was found by (malloc'd; *dir its directory), once, for the
+ * caller to invalidate in the kernel after replying. The kernel keeps its
+ * own size of a file in write-back mode and zero-fills short reads as
+ * holes: its inode would go on showing the refused bytes' size (zeros) on
+ * this mount. Dropping the entry evicts the inode; the next lookup brings
+ * the origin's size. NULL when there is nothing to drop. */
+char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir);
 
 /* ---- write.c ---- */
 /* buf: a gw_buf holding the size bytes, which gw_write takes over (it is

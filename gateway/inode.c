@@ -128,6 +128,7 @@ static void inode_free(struct gw *gw, struct gw_inode *ino)
 	if (ino->obj)
 		cache_obj_put(ino->obj);
 	gw_write_forget(ino);
+	free(ino->name);
 	pthread_cond_destroy(&ino->fetch_cond);
 	pthread_mutex_destroy(&ino->lock);
 	free(ino);
@@ -508,4 +509,39 @@ void gw_inode_gone(struct gw *gw, struct gw_inode *ino)
 {
 	if (ino != gw->it.root)
 		cache_nodes_remove(gw->nodes, ino->nodeid);
+}
+
+void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
+			const struct nfsc_attr *a)
+{
+	char *n, *old;
+	bool same;
+
+	if (!a || a->type != NFSC_REG || ino->nodeid == FUSE_ROOT_ID)
+		return;
+	pthread_mutex_lock(&ino->lock);
+	same = ino->name && ino->name_dir == dir && !strcmp(ino->name, name);
+	pthread_mutex_unlock(&ino->lock);
+	if (same || !(n = strdup(name)))
+		return;
+	pthread_mutex_lock(&ino->lock);
+	old = ino->name;
+	ino->name = n;
+	ino->name_dir = dir;
+	pthread_mutex_unlock(&ino->lock);
+	free(old);
+}
+
+char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir)
+{
+	char *n = NULL;
+
+	pthread_mutex_lock(&ino->lock);
+	if (ino->write_refused && !ino->opens && !ino->opening && ino->name) {
+		n = strdup(ino->name);
+		*dir = ino->name_dir;
+		ino->write_refused = false;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return n;
 }

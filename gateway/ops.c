@@ -195,6 +195,7 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	ino = gw_inode_ref(gw, &fh, &a, parent->nodeid);
 	if (!ino)
 		return -errno;
+	gw_inode_note_name(ino, parent->nodeid, name, &a);
 	gw_make_entry(gw, ino, &a, e);
 	return 0;
 }
@@ -485,6 +486,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
 			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
 			if (ino) {
+				gw_inode_note_name(ino, nodeid, de->name,
+						   &de->attr);
 				gw_make_entry(gw, ino, &de->attr, &e);
 				refs[nrefs++] = ino->nodeid;
 			}
@@ -817,6 +820,9 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	char *drop = NULL;
+	uint64_t dir = 0;
+	int ret;
 
 	if (ino) {
 		/* Data written without a flush (e.g. by a re-exporter) is
@@ -825,11 +831,25 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, fi);
+		drop = gw_inode_refused_name(ino, &dir);
 	} else {
 		gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
 		free((void *)(uintptr_t)fi->fh);
 	}
 	fuse_reply_err(req, 0);
+	/* After the reply (the kernel waits for no RELEASE, and takes the
+	 * directory's lock for this), and with copies only: the eviction
+	 * this brings FORGETs ino. A name renamed or removed meanwhile gives
+	 * ENOENT, and the kernel keeps its size until it drops the inode. */
+	if (drop) {
+		ret = fuse_lowlevel_notify_inval_entry(gw->se, dir, drop,
+						       strlen(drop));
+		gw_log("file %llu: the origin refused write-back WRITEs; the "
+		       "kernel's inode %s", (unsigned long long)nodeid,
+		       ret ? "stays (its entry is gone)" :
+			     "is dropped for the origin's size");
+		free(drop);
+	}
 }
 
 static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)

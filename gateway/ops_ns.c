@@ -61,6 +61,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		fuse_reply_err(req, errno);
 		return;
 	}
+	gw_inode_note_name(ino, parent->nodeid, name, &c->attr);
 	gw_make_entry(gw, ino, &c->attr, &e);
 	if (!fi) {
 		if (fuse_reply_entry(req, &e) == -ENOENT)
@@ -370,8 +371,10 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			gw_inode_invalidate_attr(v);
 		/* A rename changes the moved file's ctime too. */
 		moved = victim_get(gw, &cr, np, newname, &ma);
-		if (moved)
+		if (moved) {
 			gw_inode_set_attr_if_newer(moved, &ma);
+			gw_inode_note_name(moved, np->nodeid, newname, &ma);
+		}
 	}
 reply:
 	fuse_reply_err(req, -ret);

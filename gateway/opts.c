@@ -20,7 +20,7 @@
 enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
 	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
-	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW,
+	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW, KEY_DIRTY,
 	KEY_CWRITES, KEY_METRICS, KEY_WRITEBACK, KEY_NOWRITEBACK,
 };
 
@@ -48,6 +48,7 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("cache_write=", KEY_WRITE),
 	FUSE_OPT_KEY("readahead=", KEY_RA),
 	FUSE_OPT_KEY("write_window=", KEY_WINDOW),
+	FUSE_OPT_KEY("dirty_max=", KEY_DIRTY),
 	FUSE_OPT_KEY("cache_writes=", KEY_CWRITES),
 	FUSE_OPT_KEY("metrics=", KEY_METRICS),
 	FUSE_OPT_KEY("soft", KEY_SOFT),
@@ -116,6 +117,7 @@ void gw_usage(const char *prog)
 "  brun=%%,bcull=%%,bstop=%% free-space thresholds of the cache fs [10,7,3]\n"
 "  readahead=BYTES      largest readahead window [8M]\n"
 "  write_window=BYTES   bytes of WRITE in flight per mount [64M]\n"
+"  dirty_max=BYTES      writeback: the mount's dirty pages, 0 = global limits [0]\n"
 "  cache_writes=MODE    through (cache written data) | around (drop it)\n"
 "  nconnect=N           connections to the origin [4]\n"
 "  rsize=,wsize=BYTES   caps on READ/WRITE sizes [server's maximum]\n"
@@ -302,6 +304,12 @@ static int opt_proc(void *data, const char *arg, int key,
 		if (parse_size(val, &v) || v < 4096 || v > (1ull << 34))
 			return bad_value(p, arg, "expected bytes, 4K to 16G");
 		o->write_window = v;
+		return 0;
+	case KEY_DIRTY:
+		if (parse_size(val, &v) || (v && v < (1u << 20)) ||
+		    v > (1ull << 40))
+			return bad_value(p, arg, "expected 0 or bytes, 1M to 1T");
+		o->dirty_max = v;
 		return 0;
 	case KEY_CWRITES:
 		if (!strcmp(val, "through"))

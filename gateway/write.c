@@ -582,6 +582,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		if (first)
 			ino->write_err = ret;
 		ino->pages_stale = true;
+		ino->write_refused = true;
 		pthread_mutex_unlock(&ino->lock);
 		__atomic_fetch_add(&gw->writepage_errors, 1, __ATOMIC_RELAXED);
 		if (first)

@@ -217,6 +217,35 @@ echo "  open-race: $out" >&2
 [ "$out" = "open=ok read=racedata nlink=0" ] || bad "open-race: unlink during an open: '$out', want 'open=ok read=racedata nlink=0'"
 origin_empty race
 unmount_gateway "$mnt2" || bad "open-race: unmount / gateway exit (log: $GW_LOG)"
+# 3c. The same race, but the open then fails (the file's mode changed at
+# the origin while the ACCESS was held): the name the unlink hid for that
+# open must go with it, not stay at the origin as a hidden file.
+echo racedata >"$data/race/victim2"
+chmod 0644 "$data/race/victim2"
+rm -f "$work/race.release"
+CACHEGW_INJECT_ACCESS_DELAY=100:1 CACHEGW_INJECT_RELEASE=$work/race.release \
+	mount_gateway "$ORIGIN_URL" "$mnt2" "cache_dir=$(harness_tmpdir cache-race2),allow_other" || exit 1
+timeout 60 setpriv --reuid 1000 --regid 1000 --clear-groups -- "$PY" -c '
+import errno, os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDONLY)); print("open=ok")
+except OSError as x:
+    print("open=" + errno.errorcode[x.errno])' "$mnt2/race/victim2" >"$work/race2.out" 2>&1 &
+opener=$!
+if timeout 30 bash -c 'until grep -q "inject: ACCESS held" "$1"; do sleep 0.1; done' _ "$GW_LOG"; then
+	rm "$mnt2/race/victim2" || bad "open-race-fail: unlink through the mount failed"
+	chmod 0000 "$data"/race/.cachegw-silly.* 2>/dev/null ||
+		bad "open-race-fail: the unlink did not hide the name: $(ls -A "$data/race" | tr '\n' ' ')"
+else
+	bad "open-race-fail: the open's ACCESS was never held"
+fi
+touch "$work/race.release"
+wait "$opener"
+out=$(cat "$work/race2.out")
+echo "  open-race-fail: $out" >&2
+[ "$out" = "open=EACCES" ] || bad "open-race-fail: '$out', want 'open=EACCES'"
+origin_empty race
+unmount_gateway "$mnt2" || bad "open-race-fail: unmount / gateway exit (log: $GW_LOG)"
 GW_MNT=${gw1[0]} GW_PID=${gw1[1]} GW_LOG=${gw1[2]}
 
 # 4. A non-owner's write to a setuid / setgid file it may write: succeeds,

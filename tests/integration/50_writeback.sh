@@ -141,6 +141,35 @@ echo "  (2) window waits ${waits:-?}, ${us:-?} us waited, in flight ${inflight:-
 [ "$(cat "$bdi/max_ratio")" = 100 ] || bad "(2) the bdi's max_ratio is $(cat "$bdi/max_ratio"), want 100"
 unmount_gateway "$mnt" || bad "(2) unmount / gateway exit (log: $GW_LOG)"
 
+# ---- 2b. dirty_max=16M: the mount's own enforced dirty limit. 64 MiB
+# written and not yet fsync'ed are partly at the origin already (the
+# flusher started when the limit was reached); all of it after close.
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback,dirty_max=16M" || exit 1
+head -c $((64 << 20)) /dev/urandom >"$work/dm.src"
+timeout 60 "$PY" - "$work/dm.src" "$mnt/dm.bin" "$cdir" "$CACHEGW_INSPECT" >"$work/dm.out" 2>&1 <<-'PY'
+	import os, subprocess, sys
+	src, dst, cdir, inspect = sys.argv[1:5]
+	fd = os.open(dst, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+	with open(src, "rb") as f:
+	    while b := f.read(1 << 20):
+	        os.write(fd, b)
+	out = subprocess.run([inspect, "stats", "--cache-dir", cdir, "--prometheus"],
+	                     capture_output=True, text=True).stdout
+	n = [l.split()[1] for l in out.splitlines() if l.startswith("cachegw_write_writepage_total ")]
+	print("before_close", n[0] if n else "?")
+	os.close(fd)
+	PY
+bdi=/sys/class/bdi/$(mountpoint -d "$mnt")
+mb=$(cat "$bdi/max_bytes") sl=$(cat "$bdi/strict_limit")
+echo "  (2b) dirty_max=16M: bdi max_bytes $mb strict_limit $sl; write-back WRITEs before the close: $(cat "$work/dm.out")" >&2
+[ "$sl" = 1 ] || bad "(2b) strict_limit is $sl, want 1"
+[ "$mb" -ge $((15 << 20)) ] && [ "$mb" -le $((17 << 20)) ] || bad "(2b) max_bytes is $mb, want about 16M"
+n=$(sed -n 's/^before_close //p' "$work/dm.out")
+[ "${n:-0}" -ge 1 ] 2>/dev/null || bad "(2b) no WRITE of dirty pages before the close (write_writepage_total '${n:-}'): $(cat "$work/dm.out")"
+cmp -s "$work/dm.src" "$data/dm.bin" || bad "(2b) the origin's bytes differ after close"
+rm -f "$mnt/dm.bin"
+unmount_gateway "$mnt" || bad "(2b) unmount / gateway exit (log: $GW_LOG)"
+
 # ---- 3. A full origin: ENOSPC comes back from fsync, and from close.
 small=$(harness_tmpdir small)
 mount -t tmpfs -o size=4m cachegw-test-small "$small" || { bad "(3) cannot mount a tmpfs"; exit 1; }
@@ -167,6 +196,17 @@ full_errors() {
 	rm -f "$mnt/b"
 }
 full_errors 3 $((8 << 20)) ENOSPC
+# After the refused WRITEs the kernel's pages (and its size) hold bytes
+# the origin never took: the next open must show the origin's file, as a
+# second reader would see it, not those pages.
+out=$(timeout 60 "$PY" "$work/full.py" "$mnt/c" $((8 << 20)) close 2>&1)
+[ "$out" = "write ok close ENOSPC" ] || bad "(3) close of c: '$out', want 'write ok close ENOSPC'"
+sz_o=$(stat -c %s "$small/c" 2>&1) sz_m=$(stat -c %s "$mnt/c" 2>&1)
+echo "  (3) after the refused WRITEs: $sz_o bytes at the origin, $sz_m on the mount" >&2
+[ "$sz_m" = "$sz_o" ] || bad "(3) the mount says c has $sz_m bytes, the origin $sz_o"
+timeout 30 cmp "$small/c" "$mnt/c" >/dev/null 2>&1 ||
+	bad "(3) reading c through the mount after the refused WRITEs: $(timeout 30 cmp "$small/c" "$mnt/c" 2>&1 | head -c 200)"
+rm -f "$mnt/c"
 unmount_gateway "$mnt" || bad "(3) unmount / gateway exit (log: $GW_LOG)"
 origin_stop small
 
