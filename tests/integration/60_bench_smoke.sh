@@ -89,12 +89,17 @@ if [ -n "$plot" ]; then
 	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"
 fi
 # writes: write-back with and without the cache's copy (back-around), one
-# window, no dd: a row each, with numbers where numbers belong.
+# window, no dd: a row each, with numbers where numbers belong. The caches
+# on another directory (--cache-on), named in the header, gone after.
+mkdir -p "$work/other"
 timeout -k 10 120 "$BENCH" writes --write-modes 'back back-around' --write-windows 1M --no-seq \
 	--rounds 1 --write-size 4M --quiet --workdir "$work" --csv "$work/writes.csv" \
-	>"$work/writes.out" 2>"$work/writes.err"
+	--cache-on "$work/other" >"$work/writes.out" 2>"$work/writes.err"
 rc=$?
 [ $rc = 0 ] || { bad "cachegw-bench writes exited $rc"; tail -n 30 "$work/writes.err" >&2; }
+grep -q "^# cache disk $work/other " "$work/writes.out" ||
+	bad "writes --cache-on: the header does not name the cache disk: $(grep '^# cache' "$work/writes.out")"
+[ -z "$(ls -A "$work/other")" ] || bad "writes --cache-on: left in the cache dir: $(ls -A "$work/other" | head -3)"
 [ "$(head -1 "$work/writes.csv" 2>/dev/null)" = target,mode,write_window,MBps,spread_MBps,ratio,gw_cpu_s_per_GiB,window_waits,waited_s,inflight_max ] ||
 	bad "writes.csv header: '$(head -1 "$work/writes.csv" 2>/dev/null)'"
 for m in write-back write-back-around; do
