@@ -37,10 +37,15 @@ nfs_mount "127.0.0.1:/export" "$c4" vers=4.2,actimeo=0 || exit 1
 # The program's input is small (with the 33 MiB big.bin the step took
 # ~6 s under TCG): what is tested is that it and its libraries run there.
 want=$(cd "$data" && "$prog" edge_1m_plus_1 | cut -d' ' -f1)
+# The v4.2 client compares the tree without hashing every file again (the
+# bytes through v4.2 are compared below for big.bin, and by 20_many_clients
+# through eight v4.2 mounts and by 40_fsx): 30 s less of the suite.
 for c in "$c3" "$c4"; do
 	v=$(basename "$c" | cut -d. -f1)
-	step "$v: tree and bytes"
-	if ! diff <(vm_manifest "$data") <(timeout 300 bash -c "$(declare -f vm_manifest); vm_manifest '$c'") >"$c.diff" 2>&1; then
+	how=
+	[ "$c" = "$c4" ] && how=nohash
+	step "$v: tree${how:+ (no hashes)} and bytes"
+	if ! diff <(vm_manifest "$data" $how) <(timeout 300 bash -c "$(declare -f vm_manifest); vm_manifest '$c' $how") >"$c.diff" 2>&1; then
 		bad "$v: the tree differs from the origin's: $(head -n 5 "$c.diff")"
 	fi
 	step "$v: exec from the re-export"

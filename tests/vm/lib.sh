@@ -103,13 +103,13 @@ vm_cleanup() {
 	harness_cleanup
 }
 
-# vm_manifest DIR: tree_manifest's lines (path, type, mode, size or link
-# target, sha256) from one process: under TCG a process per file costs
-# about a second.
+# vm_manifest DIR [nohash]: tree_manifest's lines (path, type, mode, size
+# or link target, sha256; "-" for the hash with nohash) from one process:
+# under TCG a process per file costs about a second.
 vm_manifest() {
-	python3 - "$1" <<-'PY'
+	python3 - "$1" "${2:-}" <<-'PY'
 	import hashlib, os, stat, sys
-	top = sys.argv[1]
+	top, nohash = sys.argv[1], sys.argv[2] == "nohash"
 	out = []
 	for d, dirs, files in os.walk(top):
 	    for n in dirs + files:
@@ -121,6 +121,8 @@ vm_manifest() {
 	            out.append((rel, "l", mode, os.readlink(p), "-"))
 	        elif stat.S_ISDIR(st.st_mode):
 	            out.append((rel, "d", mode, "-", "-"))
+	        elif stat.S_ISREG(st.st_mode) and nohash:
+	            out.append((rel, "f", mode, str(st.st_size), "-"))
 	        elif stat.S_ISREG(st.st_mode):
 	            try:
 	                with open(p, "rb") as f:
