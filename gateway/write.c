@@ -52,7 +52,7 @@ struct gw_extent {
 					 * restarted in between, resend */
 	struct nfsc_cred cred;
 	char *data;			/* a gw_buf: recycled, not malloc'd (see
-					 * gw_extent_new) */
+					 * extent_new) */
 };
 
 /* ---- the window ---- */
