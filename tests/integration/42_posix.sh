@@ -205,14 +205,22 @@ except OSError as x:
 print("open=ok read=%s nlink=%d" % (r, os.fstat(fd).st_nlink))
 os.close(fd)' "$mnt2/race/victim" >"$work/race.out" 2>&1 &
 opener=$!
-if timeout 30 bash -c 'until grep -q "inject: ACCESS held" "$1"; do sleep 0.1; done' _ "$GW_LOG"; then
-	rm "$mnt2/race/victim" || bad "open-race: unlink through the mount failed"
-else
-	bad "open-race: the open's ACCESS was never held"
-fi
-touch "$work/race.release"
-wait "$opener"
-out=$(cat "$work/race.out")
+# while_held LABEL OUT CMD...: once the open's ACCESS is held, run CMD, then
+# let the ACCESS go, wait for the opener and set out to what it printed.
+while_held() {
+	local label=$1 o=$2
+	shift 2
+	if timeout 30 bash -c 'until grep -q "inject: ACCESS held" "$1"; do sleep 0.1; done' _ "$GW_LOG"; then
+		"$@"
+	else
+		bad "$label: the open's ACCESS was never held"
+	fi
+	touch "$work/race.release"
+	wait "$opener"
+	out=$(cat "$o")
+}
+unlink_victim() { rm "$mnt2/race/victim" || bad "open-race: unlink through the mount failed"; }
+while_held open-race "$work/race.out" unlink_victim
 echo "  open-race: $out" >&2
 [ "$out" = "open=ok read=racedata nlink=0" ] || bad "open-race: unlink during an open: '$out', want 'open=ok read=racedata nlink=0'"
 origin_empty race
@@ -232,16 +240,12 @@ try:
 except OSError as x:
     print("open=" + errno.errorcode[x.errno])' "$mnt2/race/victim2" >"$work/race2.out" 2>&1 &
 opener=$!
-if timeout 30 bash -c 'until grep -q "inject: ACCESS held" "$1"; do sleep 0.1; done' _ "$GW_LOG"; then
+unlink_deny() {
 	rm "$mnt2/race/victim2" || bad "open-race-fail: unlink through the mount failed"
 	chmod 0000 "$data"/race/.cachegw-silly.* 2>/dev/null ||
 		bad "open-race-fail: the unlink did not hide the name: $(ls -A "$data/race" | tr '\n' ' ')"
-else
-	bad "open-race-fail: the open's ACCESS was never held"
-fi
-touch "$work/race.release"
-wait "$opener"
-out=$(cat "$work/race2.out")
+}
+while_held open-race-fail "$work/race2.out" unlink_deny
 echo "  open-race-fail: $out" >&2
 [ "$out" = "open=EACCES" ] || bad "open-race-fail: '$out', want 'open=EACCES'"
 origin_empty race

@@ -1,15 +1,5 @@
 /* cache_fillref_test: cache_fill_ref writes the caller's aligned buffer in place: the bytes read back verified, the tail past the caller's bytes is zeroed in the buffer (never the caller's bytes past a shorter object's end), and release is called exactly once on every path (queued, refused as misaligned, past EOF, skipped as already present, cache closed under it), in every cache_write mode. */
-#include <stdatomic.h>
-
 #include "cache_helpers.h"
-
-static atomic_int released;
-
-static void rel(void *arg)
-{
-	CHECK(arg != NULL);
-	atomic_fetch_add(&released, 1);
-}
 
 static void run(enum cache_write_mode mode, const char *dir)
 {
@@ -29,30 +19,30 @@ static void run(enum cache_write_mode mode, const char *dir)
 	o = t_get(c, "ref", "v1", size);
 
 	/* Queued: released once the write completed (after drain). */
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_fill_ref(o, buf, size, 0, rel, buf), 0);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_fill_ref(o, buf, size, 0, t_rel, buf), 0);
 	cache_drain(c);
-	CHECK_EQ(atomic_load(&released), 1);
+	CHECK_EQ(atomic_load(&t_released), 1);
 	for (size_t i = size; i < ALIGN_UP(size, CACHE_BUF_ALIGN); i++)
 		CHECK_EQ(buf[i], 0);
 	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
 	CHECK(!memcmp(back, data, size));
 
 	/* The same bytes again: nothing to mark, still released once. */
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_fill_ref(o, buf, size, 0, rel, buf), 0);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_fill_ref(o, buf, size, 0, t_rel, buf), 0);
 	cache_drain(c);
-	CHECK_EQ(atomic_load(&released), 1);
+	CHECK_EQ(atomic_load(&t_released), 1);
 
 	/* Refused: misaligned buffer, misaligned offset; past EOF is a no-op.
 	 * Each releases before returning. */
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_fill_ref(o, buf + 512, bs, 0, rel, buf), -EINVAL);
-	CHECK_EQ(atomic_load(&released), 1);
-	CHECK_EQ(cache_fill_ref(o, buf, bs, 100, rel, buf), -EINVAL);
-	CHECK_EQ(atomic_load(&released), 2);
-	CHECK_EQ(cache_fill_ref(o, buf, bs, 8 * (uint64_t)bs, rel, buf), 0);
-	CHECK_EQ(atomic_load(&released), 3);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_fill_ref(o, buf + 512, bs, 0, t_rel, buf), -EINVAL);
+	CHECK_EQ(atomic_load(&t_released), 1);
+	CHECK_EQ(cache_fill_ref(o, buf, bs, 100, t_rel, buf), -EINVAL);
+	CHECK_EQ(atomic_load(&t_released), 2);
+	CHECK_EQ(cache_fill_ref(o, buf, bs, 8 * (uint64_t)bs, t_rel, buf), 0);
+	CHECK_EQ(atomic_load(&t_released), 3);
 
 	/* A fill longer than the object (the file grew at the origin): the
 	 * cache writes what fits but never zeroes the caller's bytes past
@@ -64,10 +54,10 @@ static void run(enum cache_write_mode mode, const char *dir)
 		CHECK(big && o2);
 		t_pattern(big, cap, 11);
 		memcpy(back, big, cap < size ? cap : size);
-		atomic_store(&released, 0);
-		CHECK_EQ(cache_fill_ref(o2, big, 3 * bs + 5000, 0, rel, big), 0);
+		atomic_store(&t_released, 0);
+		CHECK_EQ(cache_fill_ref(o2, big, 3 * bs + 5000, 0, t_rel, big), 0);
 		cache_drain(c);
-		CHECK_EQ(atomic_load(&released), 1);
+		CHECK_EQ(atomic_load(&t_released), 1);
 		CHECK(!memcmp(big, back, 3 * bs + 5000));
 		CHECK_EQ(cache_read(o2, back, 2 * bs + 100, 0), (ssize_t)(2 * bs + 100));
 		CHECK(!memcmp(back, big, 2 * bs + 100));
@@ -77,11 +67,11 @@ static void run(enum cache_write_mode mode, const char *dir)
 
 	/* Released even when the cache is closed with the fill queued. */
 	CHECK_EQ(cache_drop_range(o, 0, size), 0);
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_fill_ref(o, buf, size, 0, rel, buf), 0);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_fill_ref(o, buf, size, 0, t_rel, buf), 0);
 	cache_obj_put(o);
 	cache_close(c);
-	CHECK_EQ(atomic_load(&released), 1);
+	CHECK_EQ(atomic_load(&t_released), 1);
 
 	/* After a reopen the blocks are there and verify. */
 	c = t_open(t_path(dir), CACHE_OPEN_OWNER, mode, bs, 0);

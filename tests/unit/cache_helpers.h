@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,15 @@ static inline struct cache_stats t_stats(struct cache *c)
 
 	cache_get_stats(c, &st);
 	return st;
+}
+
+/* A release callback for the *_ref calls that counts its calls. */
+static atomic_int t_released;
+
+static inline void t_rel(void *arg)
+{
+	CHECK(arg != NULL);
+	atomic_fetch_add(&t_released, 1);
 }
 
 #endif

@@ -1,15 +1,5 @@
 /* cache_writeref_test: cache_write_ref, the gateway's own write given as a buffer the cache may keep. Whole blocks, and a run of blocks that reaches the object's end, are written from the buffer itself: release comes once, after the write, and the tail up to CACHE_BUF_ALIGN is zeroed in the buffer. Any other write (an edge inside a block) is copied and merged with the cached block as by cache_write, and released before the call returns: the buffer scribbled over afterwards changes nothing cached. In every case the bytes read back are the written ones over the old. */
-#include <stdatomic.h>
-
 #include "cache_helpers.h"
-
-static atomic_int released;
-
-static void rel(void *arg)
-{
-	CHECK(arg != NULL);
-	atomic_fetch_add(&released, 1);
-}
 
 static void run(enum cache_write_mode mode, const char *dir)
 {
@@ -29,10 +19,10 @@ static void run(enum cache_write_mode mode, const char *dir)
 	/* 1. Whole blocks 0-2: written from buf, released after. */
 	t_pattern(buf, 3 * bs, 1);
 	memcpy(model, buf, 3 * bs);
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_write_ref(o, buf, 3 * bs, 0, rel, buf), 0);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_write_ref(o, buf, 3 * bs, 0, t_rel, buf), 0);
 	cache_drain(c);
-	CHECK_EQ(atomic_load(&released), 1);
+	CHECK_EQ(atomic_load(&t_released), 1);
 	CHECK_EQ(cache_read(o, back, 3 * bs, 0), (ssize_t)(3 * bs));
 	CHECK(!memcmp(back, model, 3 * bs));
 
@@ -42,10 +32,10 @@ static void run(enum cache_write_mode mode, const char *dir)
 	t_pattern(buf, tail, 2);
 	memset(buf + tail, 0xAB, cap - tail);
 	memcpy(model + 3 * bs, buf, tail);
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_write_ref(o, buf, tail, 3 * (uint64_t)bs, rel, buf), 0);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_write_ref(o, buf, tail, 3 * (uint64_t)bs, t_rel, buf), 0);
 	cache_drain(c);
-	CHECK_EQ(atomic_load(&released), 1);
+	CHECK_EQ(atomic_load(&t_released), 1);
 	for (size_t i = tail; i < ALIGN_UP(tail, CACHE_BUF_ALIGN); i++)
 		CHECK_EQ(buf[i], 0);
 	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
@@ -56,9 +46,9 @@ static void run(enum cache_write_mode mode, const char *dir)
 	 *    nothing. */
 	t_pattern(buf, 1000, 3);
 	memcpy(model + bs + 100, buf, 1000);
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_write_ref(o, buf, 1000, bs + 100, rel, buf), 0);
-	CHECK_EQ(atomic_load(&released), 1);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_write_ref(o, buf, 1000, bs + 100, t_rel, buf), 0);
+	CHECK_EQ(atomic_load(&t_released), 1);
 	memset(buf, 0x5A, cap);
 	cache_drain(c);
 	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
@@ -68,19 +58,19 @@ static void run(enum cache_write_mode mode, const char *dir)
 	 *    end: copied too (its last block is an edge to merge). */
 	t_pattern(buf, bs + 50, 4);
 	memcpy(model, buf, bs + 50);
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_write_ref(o, buf, bs + 50, 0, rel, buf), 0);
-	CHECK_EQ(atomic_load(&released), 1);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_write_ref(o, buf, bs + 50, 0, t_rel, buf), 0);
+	CHECK_EQ(atomic_load(&t_released), 1);
 	memset(buf, 0x5A, cap);
 	cache_drain(c);
 	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
 	CHECK(!memcmp(back, model, size));
 
 	/* 5. Nothing to write (past the end, or empty): released, 0. */
-	atomic_store(&released, 0);
-	CHECK_EQ(cache_write_ref(o, buf, bs, 8 * (uint64_t)bs, rel, buf), 0);
-	CHECK_EQ(cache_write_ref(o, buf, 0, 0, rel, buf), 0);
-	CHECK_EQ(atomic_load(&released), 2);
+	atomic_store(&t_released, 0);
+	CHECK_EQ(cache_write_ref(o, buf, bs, 8 * (uint64_t)bs, t_rel, buf), 0);
+	CHECK_EQ(cache_write_ref(o, buf, 0, 0, t_rel, buf), 0);
+	CHECK_EQ(atomic_load(&t_released), 2);
 
 	/* After a reopen the blocks are there and verify. */
 	cache_obj_put(o);
