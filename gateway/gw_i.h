@@ -26,6 +26,9 @@
  * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
  *   1. gw->it.lock (the inode table). Held across cache_nodes_* calls
  *      (the node-id table's own lock), never while taking an ino->lock.
+ *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
+ *      across cache_obj_set_coh and the own write's cache_write_ref
+ *      (the cache's locks only).
  *   2. ino->lock. Held across cache_present(), cache_obj_grab() and the
  *      other quick cache calls (the cache's o->lock, then c->lock, then
  *      c->sq_lock: cache/cache_i.h); waits on ino->fetch_cond. Never held
@@ -178,6 +181,12 @@ struct gw_inode {
 	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
 	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
 	uint64_t nlookup;		/* kernel references, itable lock */
+	pthread_mutex_t coh_lock;	/* orders the cache's coherency data
+					 * of own writes (cobj.c); guards
+					 * coh_attr, coh_set only */
+	struct nfsc_attr coh_attr;	/* the newest attributes given to the
+					 * cache by an own write or change */
+	bool coh_set;
 	pthread_mutex_t lock;		/* ino->lock: guards every field
 					 * below */
 	struct nfsc_attr attr;		/* last attributes from the origin */
@@ -436,13 +445,12 @@ int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 			 const struct nfsc_attr *a, bool size_changed);
-/* The gateway itself wrote buf at off; a: the WRITE's post-op attrs.
- * gbuf: NULL, or a gw_buf holding the same bytes from its start, which the
- * cache then writes itself for whole blocks (taking a reference) instead
- * of copying buf. */
+/* The gateway itself wrote buf (a gw_buf, the bytes from its start) at
+ * off; a: the WRITE's post-op attrs. The cache writes whole blocks from
+ * buf itself, taking a reference, and copies partial ones. */
 void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
-			const struct nfsc_attr *a, const void *buf,
-			size_t len, uint64_t off, char *gbuf);
+			const struct nfsc_attr *a, char *buf, size_t len,
+			uint64_t off);
 
 /* ---- silly.c: files unlinked or renamed over while open ----
  * gw_silly_start removes the hidden names an earlier run left (recorded in

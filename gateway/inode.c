@@ -48,6 +48,7 @@ static struct gw_inode *inode_new(const struct nfsc_fh *fh, uint64_t nodeid)
 	ino->nodeid = nodeid;
 	ino->fh = *fh;
 	pthread_mutex_init(&ino->lock, NULL);
+	pthread_mutex_init(&ino->coh_lock, NULL);
 	pthread_cond_init(&ino->fetch_cond, NULL);
 	return ino;
 }
@@ -130,6 +131,7 @@ static void inode_free(struct gw *gw, struct gw_inode *ino)
 	gw_write_forget(ino);
 	free(ino->name);
 	pthread_cond_destroy(&ino->fetch_cond);
+	pthread_mutex_destroy(&ino->coh_lock);
 	pthread_mutex_destroy(&ino->lock);
 	free(ino);
 }

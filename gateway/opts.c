@@ -409,6 +409,11 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 			"expected 1 to 86400 seconds\n", o->drain_timeout);
 		return -1;
 	}
+	if (o->dirty_max && !o->writeback) {
+		fprintf(stderr, "cachegw: invalid option 'dirty_max': it limits "
+			"the kernel's write-back cache; add -o writeback\n");
+		return -1;
+	}
 	if (o->nconnect > 64) {
 		fprintf(stderr, "cachegw: invalid option 'nconnect=%u': "
 			"expected 1 to 64\n", o->nconnect);

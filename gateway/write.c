@@ -614,7 +614,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	} else if (res.post.has_attr) {
 		gw_inode_set_attr(ino, &res.post.attr);
 		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
-				   (uint64_t)off, buf);
+				   (uint64_t)off);
 	} else {
 		gw_cache_drop(gw, ino);
 		gw_inode_invalidate_attr(ino);

@@ -80,6 +80,7 @@ for fg in "" "-f"; do
 	check "unknown option" 'unknown option' "$good_url" "$mnt" $fg -o "cache_dir=$cdir,bogus=1"
 	check "drain_timeout=0" 'drain_timeout' "$good_url" "$mnt" $fg -o "cache_dir=$cdir,drain_timeout=0"
 	check "dirty_max=4k" 'dirty_max' "$good_url" "$mnt" $fg -o "cache_dir=$cdir,writeback,dirty_max=4k"
+	check "dirty_max without writeback" 'dirty_max.*writeback' "$good_url" "$mnt" $fg -o "cache_dir=$cdir,dirty_max=64M"
 	[ -n "$fg" ] && check "logfile in no directory" 'logfile' "$good_url" "$mnt" $fg -o "cache_dir=$cdir,logfile=$work/no/such/dir/log"
 	check "no arguments" 'usage' $fg
 	check "no mountpoint" 'usage' "$good_url" $fg
