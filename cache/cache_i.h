@@ -47,6 +47,14 @@
 #define CACHE_OBJ_DIR "objects"
 #define CACHE_META_SUFFIX ".meta"
 #define CACHE_URING_DEPTH 64
+/* io-wq workers the ring may run at once (bounded and unbounded each).
+ * Writes that cannot be issued without blocking (tmpfs always, ext4 when a
+ * write allocates) go to io-wq, which by default starts a worker for each:
+ * an own-write stream of 16 parallel WRITEs then had 16+ workers copying
+ * into one file under its inode lock, and the gateway spent 3.8 CPU s per
+ * GiB instead of 2.6 (1 GiB dd, cache on tmpfs: 5.2 -> 3.8 s). Reads' fills
+ * measured no slower with 4 (cold 1 GiB read, tmpfs and ext4). */
+#define CACHE_URING_WORKERS 4
 #define CACHE_INFLIGHT_BYTES_MAX (64u << 20)	/* fill data in flight */
 #define CACHE_OWN_WRITE_BYTES_MAX (CACHE_INFLIGHT_BYTES_MAX / 4)
 

@@ -261,12 +261,18 @@ static void *cq_main(void *arg)
 
 int cache_io_start(struct cache *c, unsigned depth)
 {
+	unsigned workers[2] = { CACHE_URING_WORKERS, CACHE_URING_WORKERS };
 	int ret;
 
 	c->depth = depth ? depth : CACHE_URING_DEPTH;
 	ret = io_uring_queue_init(c->depth, &c->ring, 0);
 	if (ret < 0)
 		return ret;
+	/* Linux >= 5.15; older kernels keep their own limits. */
+	ret = io_uring_register_iowq_max_workers(&c->ring, workers);
+	if (ret < 0)
+		cache_log("io_uring: cannot bound its workers (%s); writes may run slower",
+			  strerror(-ret));
 	ret = -pthread_create(&c->cq_thread, NULL, cq_main, c);
 	if (ret) {
 		io_uring_queue_exit(&c->ring);
