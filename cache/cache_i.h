@@ -9,6 +9,7 @@
  *   c->cull_lock the culler's wake-up and stop flag
  *   c->sq_lock   the io_uring SQ and c->ring_reqs (requests on the ring)
  *   c->io_lock   slots and bytes of fills in flight (cache_drain waits)
+ *   c->sub_lock  the fills waiting for the submitter thread (c->sub_head)
  *   t->lock      (nodes.c, an rwlock) the node-id table; unrelated to
  *                the others, taken under none of them
  *
@@ -16,7 +17,8 @@
  *   o->lock -> c->lock       (put, accounting, a fill taking a reference)
  *   o->lock -> c->cull_lock  (an I/O error wakes the culler)
  *
- * c->sq_lock and c->io_lock are leaves taken under no other lock: a fill
+ * c->sq_lock, c->io_lock and c->sub_lock are leaves taken under no other
+ * lock: a fill
  * is queued and completed with o->lock dropped. c->lock is never held
  * while taking an o->lock (culling and eviction drop it first), and no
  * thread holds two o->locks. c->lock is held only for short in-memory
@@ -49,11 +51,12 @@
 #define CACHE_URING_DEPTH 64
 /* io-wq workers the ring may run at once (bounded and unbounded each).
  * Writes that cannot be issued without blocking (tmpfs always, ext4 when a
- * write allocates) go to io-wq, which by default starts a worker for each:
- * an own-write stream of 16 parallel WRITEs then had 16+ workers copying
- * into one file under its inode lock, and the gateway spent 3.8 CPU s per
- * GiB instead of 2.6 (1 GiB dd, cache on tmpfs: 5.2 -> 3.8 s). Reads' fills
- * measured no slower with 4 (cold 1 GiB read, tmpfs and ext4). */
+ * write allocates) go to io-wq, which by default starts a worker for each,
+ * up to 4 per CPU: an own-write stream of 16 parallel WRITEs had 16+
+ * workers copying into one file under its inode lock, and the gateway
+ * spent 3.8 CPU s per GiB instead of 2.6 (1 GiB dd, cache on tmpfs: 5.2 ->
+ * 3.8 s). Reads' fills measured no slower with 4 (cold 1 GiB read, tmpfs
+ * and ext4). The limit is per submitting task: see c->sub_thread. */
 #define CACHE_URING_WORKERS 4
 #define CACHE_INFLIGHT_BYTES_MAX (64u << 20)	/* fill data in flight */
 #define CACHE_OWN_WRITE_BYTES_MAX (CACHE_INFLIGHT_BYTES_MAX / 4)
@@ -197,6 +200,8 @@ struct cache_req {
 	bool zero;			/* all zeros: punch a hole, no data */
 	struct cache_req *rprev, *rnext;/* c->ring_reqs: on the ring, its
 					 * CQE not reaped; c->sq_lock */
+	struct cache_req *snext;	/* c->sub_head: waiting for the
+					 * submitter; c->sub_lock */
 	struct cache_fillbuf *fb;	/* shared buffer of a split fill */
 	uint64_t *csums;		/* [nblk * cache_spb(bs)] */
 	uint8_t *skip;			/* [nblk] 1 = do not mark; o->lock */
@@ -407,6 +412,16 @@ struct cache {
 					 * read __atomic. */
 	bool ring_stop;			/* cache_io_stop: __atomic */
 	pthread_t cq_thread;
+	/* The submitter thread enters the ring for every fill: io_uring
+	 * runs a blocking write in an io-wq worker of the task that
+	 * submitted it, so one submitter keeps one pool of at most
+	 * CACHE_URING_WORKERS (the FUSE threads each had their own). */
+	pthread_mutex_t sub_lock;
+	pthread_cond_t sub_cond;
+	struct cache_req *sub_head, *sub_tail;	/* sub_lock */
+	bool sub_stop;			/* sub_lock */
+	bool sub_up;
+	pthread_t sub_thread;
 
 	/* Background culling for free space: guarded by cull_lock. */
 	pthread_mutex_t cull_lock;

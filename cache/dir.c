@@ -351,6 +351,8 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	pthread_mutex_init(&c->sq_lock, NULL);
 	pthread_mutex_init(&c->io_lock, NULL);
 	pthread_cond_init(&c->io_cond, NULL);
+	pthread_mutex_init(&c->sub_lock, NULL);
+	pthread_cond_init(&c->sub_cond, NULL);
 	pthread_mutex_init(&c->cull_lock, NULL);
 	pthread_cond_init(&c->cull_cond, NULL);
 
@@ -458,6 +460,8 @@ void cache_close(struct cache *c)
 	pthread_mutex_destroy(&c->sq_lock);
 	pthread_mutex_destroy(&c->io_lock);
 	pthread_cond_destroy(&c->io_cond);
+	pthread_mutex_destroy(&c->sub_lock);
+	pthread_cond_destroy(&c->sub_cond);
 	pthread_mutex_destroy(&c->cull_lock);
 	pthread_cond_destroy(&c->cull_cond);
 	free(c->dir);

@@ -259,6 +259,62 @@ static void *cq_main(void *arg)
 	}
 }
 
+static void io_queue(struct cache *c, struct cache_req *r);
+
+/* Submitter thread: takes the queued fills in order and puts each on the
+ * ring. Stops when told to and nothing is queued (cache_io_stop drains
+ * first). */
+static void *sub_main(void *arg)
+{
+	struct cache *c = arg;
+	struct cache_req *r, *next;
+
+	pthread_mutex_lock(&c->sub_lock);
+	for (;;) {
+		while (!c->sub_head && !c->sub_stop)
+			pthread_cond_wait(&c->sub_cond, &c->sub_lock);
+		r = c->sub_head;
+		if (!r)
+			break;
+		c->sub_head = c->sub_tail = NULL;
+		pthread_mutex_unlock(&c->sub_lock);
+		for (; r; r = next) {
+			/* r may be completed and freed once queued. */
+			next = r->snext;
+			r->snext = NULL;
+			io_queue(c, r);
+		}
+		pthread_mutex_lock(&c->sub_lock);
+	}
+	pthread_mutex_unlock(&c->sub_lock);
+	return NULL;
+}
+
+static void sub_enqueue(struct cache *c, struct cache_req *r)
+{
+	pthread_mutex_lock(&c->sub_lock);
+	r->snext = NULL;
+	if (c->sub_tail)
+		c->sub_tail->snext = r;
+	else
+		c->sub_head = r;
+	c->sub_tail = r;
+	pthread_cond_signal(&c->sub_cond);
+	pthread_mutex_unlock(&c->sub_lock);
+}
+
+static void sub_stop(struct cache *c)
+{
+	if (!c->sub_up)
+		return;
+	pthread_mutex_lock(&c->sub_lock);
+	c->sub_stop = true;
+	pthread_cond_signal(&c->sub_cond);
+	pthread_mutex_unlock(&c->sub_lock);
+	pthread_join(c->sub_thread, NULL);
+	c->sub_up = false;
+}
+
 int cache_io_start(struct cache *c, unsigned depth)
 {
 	unsigned workers[2] = { CACHE_URING_WORKERS, CACHE_URING_WORKERS };
@@ -273,8 +329,16 @@ int cache_io_start(struct cache *c, unsigned depth)
 	if (ret < 0)
 		cache_log("io_uring: cannot bound its workers (%s); writes may run slower",
 			  strerror(-ret));
+	c->sub_stop = false;
+	ret = -pthread_create(&c->sub_thread, NULL, sub_main, c);
+	if (ret) {
+		io_uring_queue_exit(&c->ring);
+		return ret;
+	}
+	c->sub_up = true;
 	ret = -pthread_create(&c->cq_thread, NULL, cq_main, c);
 	if (ret) {
+		sub_stop(c);
 		io_uring_queue_exit(&c->ring);
 		return ret;
 	}
@@ -351,7 +415,7 @@ void cache_io_submit(struct cache *c, struct cache_req *r)
 	pthread_mutex_unlock(&c->io_lock);
 
 	r->inject_err = cache_inject(c, CACHE_INJECT_WRITE);
-	io_queue(c, r);
+	sub_enqueue(c, r);
 }
 
 /* Is the disk behind for an own write's fill of bytes? Own writes get a
@@ -400,6 +464,7 @@ void cache_io_stop(struct cache *c)
 	if (!c->ring_up)
 		return;
 	cache_drain(c);
+	sub_stop(c);
 	/* A NOP with no request tells the completion thread to stop; if it
 	 * cannot be sent, ring_stop does within a tick. The ring is drained,
 	 * so a slot frees up; never pthread_cancel(), which needs libgcc_s
