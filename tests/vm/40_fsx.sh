@@ -26,7 +26,10 @@ work=$(harness_tmpdir work)
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
+# CACHEGW_FSX_GW_OPTS: more -o options for the gateway (e.g. writeback).
+gw_opts=cache_dir=$cdir,allow_other${CACHEGW_FSX_GW_OPTS:+,$CACHEGW_FSX_GW_OPTS}
+mount_gateway "$ORIGIN_URL" "$mnt" "$gw_opts" || exit 1
+step "gateway: -o $gw_opts"
 
 step "knfsd exports the gateway mount"
 knfsd_reexport "$mnt" 7411 || exit 1
