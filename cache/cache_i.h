@@ -18,10 +18,9 @@
  *   o->lock -> c->cull_lock  (an I/O error wakes the culler)
  *
  * c->sq_lock, c->io_lock and c->sub_lock are leaves taken under no other
- * lock: a fill
- * is queued and completed with o->lock dropped. c->lock is never held
- * while taking an o->lock (culling and eviction drop it first), and no
- * thread holds two o->locks. c->lock is held only for short in-memory
+ * lock: a fill is queued and completed with o->lock dropped. c->lock is
+ * never held while taking an o->lock (culling and eviction drop it first),
+ * and no thread holds two o->locks. c->lock is held only for short in-memory
  * work plus, when an unreferenced object is culled or evicted, its two
  * unlink() calls (so a concurrent get cannot reopen files that are about
  * to disappear). Every *_locked function asserts its lock at entry

@@ -303,7 +303,7 @@ static void sub_enqueue(struct cache *c, struct cache_req *r)
 	pthread_mutex_unlock(&c->sub_lock);
 }
 
-static void sub_stop(struct cache *c)
+static void sub_thread_stop(struct cache *c)
 {
 	if (!c->sub_up)
 		return;
@@ -338,7 +338,7 @@ int cache_io_start(struct cache *c, unsigned depth)
 	c->sub_up = true;
 	ret = -pthread_create(&c->cq_thread, NULL, cq_main, c);
 	if (ret) {
-		sub_stop(c);
+		sub_thread_stop(c);
 		io_uring_queue_exit(&c->ring);
 		return ret;
 	}
@@ -464,7 +464,7 @@ void cache_io_stop(struct cache *c)
 	if (!c->ring_up)
 		return;
 	cache_drain(c);
-	sub_stop(c);
+	sub_thread_stop(c);
 	/* A NOP with no request tells the completion thread to stop; if it
 	 * cannot be sent, ring_stop does within a tick. The ring is drained,
 	 * so a slot frees up; never pthread_cancel(), which needs libgcc_s
