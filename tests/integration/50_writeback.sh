@@ -266,7 +266,7 @@ mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback" || exit 1
 # it to submit (a worker is named iou-wrk-<that thread>), and one thread
 # submits every fill (c->sub_thread; the completion thread resubmits a
 # refused RWF_DONTCACHE write): each FUSE thread submitting its own fills
-# had a pool of up to 8, 16-37 workers in all copying into one object
+# had a pool of up to 8, 16-38 workers in all copying into one object
 # under its inode lock (+45 % gateway CPU per GiB).
 ( most=0 all=0; while kill -0 "$GW_PID" 2>/dev/null && [ ! -e "$work/big.done" ]; do
 	sleep 0.02

@@ -89,11 +89,12 @@ if [ -n "$plot" ]; then
 	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"
 fi
 # writes: write-back with and without the cache's copy (back-around), one
-# window, no dd: a row each, with numbers where numbers belong. The caches
-# on another directory (--cache-on), named in the header, gone after.
+# window, and an 8 MiB dd against nfs-cp in two rounds (each goes first in
+# one): a row each, with numbers where numbers belong. The caches on
+# another directory (--cache-on), named in the header, gone after.
 mkdir -p "$work/other"
-timeout -k 10 120 "$BENCH" writes --write-modes 'back back-around' --write-windows 1M --no-seq \
-	--rounds 1 --write-size 4M --quiet --workdir "$work" --csv "$work/writes.csv" \
+CACHEGW_BENCH_SEQ_WRITE=8M timeout -k 10 120 "$BENCH" writes --write-modes 'back back-around' \
+	--write-windows 1M --rounds 2 --write-size 4M --workdir "$work" --csv "$work/writes.csv" \
 	--cache-on "$work/other" >"$work/writes.out" 2>"$work/writes.err"
 rc=$?
 [ $rc = 0 ] || { bad "cachegw-bench writes exited $rc"; tail -n 30 "$work/writes.err" >&2; }
@@ -107,6 +108,13 @@ for m in write-back write-back-around; do
 	[ "${ww:-}" = 1M ] && [[ ${mbps:-} =~ $num ]] && [[ ${ratio:-} =~ $num ]] && [[ ${cpu:-} =~ $num ]] ||
 		bad "writes.csv: no complete row for $m: $(grep "^gateway,$m," "$work/writes.csv")"
 done
+IFS=, read -r _ _ _ mbps _ ratio cpu _ _ _ < <(grep "^gateway_dd,write-back," "$work/writes.csv")
+[[ ${mbps:-} =~ $num ]] && [[ ${ratio:-} =~ $num ]] && [[ ${cpu:-} =~ $num ]] ||
+	bad "writes.csv: no complete gateway_dd row: $(grep "^gateway_dd," "$work/writes.csv")"
+grep -q "^nfs-cp," "$work/writes.csv" || bad "writes.csv: no nfs-cp row"
+order=$(grep -oE 'round [12]: (dd|nfs-cp)' "$work/writes.err" | awk '{ print $2 $3 }' | tr '\n' ' ')
+[ "$order" = "1:dd 1:nfs-cp 2:nfs-cp 2:dd " ] ||
+	bad "writes: dd and nfs-cp do not take turns going first in a round: '$order'"
 "$BENCH" writes --write-modes bogus >/dev/null 2>"$work/bogus.err" && bad "writes --write-modes bogus was accepted"
 grep -q 'bad --write-modes value bogus' "$work/bogus.err" || bad "writes --write-modes bogus: $(head -c 200 "$work/bogus.err")"
 echo "bench smoke took $((SECONDS - t0)) s" >&2
