@@ -37,6 +37,7 @@
 #include <liburing.h>
 
 #include "cache.h"
+#include "config.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080	/* Linux 6.14; Debian 12 headers lack it */
@@ -215,8 +216,14 @@ void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);
 void cache_inject_from_env(struct cache *c);
 /* VAR=ERRNO[:COUNT] (ERRNO a number or a name, COUNT as for
- * cache_inject_error, default -1): 1 and *err, *count if set, else 0. */
+ * cache_inject_error, default -1): 1 and *err, *count if set, else 0.
+ * Built with -Dfault_injection=false: always 0, VAR not even kept. */
+#if CACHEGW_FAULT_INJECTION
 int cache_inject_getenv(const char *var, int *err, int *count);
+#else
+#define cache_inject_getenv(var, err, count) \
+	((void)(var), (void)(err), (void)(count), 0)
+#endif
 ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
 		    off_t off, int flags);
 int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,

@@ -40,6 +40,7 @@ int cache_inject(struct cache *c, unsigned op)
 	return cache_inject_take(&c->inject_count, &c->inject_err);
 }
 
+#if CACHEGW_FAULT_INJECTION
 int cache_inject_getenv(const char *var, int *err, int *count)
 {
 	const char *v = inject_getenv(var, count);
@@ -66,6 +67,12 @@ void cache_inject_from_env(struct cache *c)
 	inject_env(c, "CACHEGW_INJECT_WRITE_ERROR", CACHE_INJECT_WRITE);
 	inject_env(c, "CACHEGW_INJECT_READ_ERROR", CACHE_INJECT_READ);
 }
+#else
+void cache_inject_from_env(struct cache *c)
+{
+	(void)c;
+}
+#endif
 
 /* ---- synchronous backing-store calls ------------------------------------ */
 

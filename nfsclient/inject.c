@@ -14,9 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "injectenv.h"
 #include "nfsc_i.h"
 
+#if CACHEGW_FAULT_INJECTION
 /* "VALUE[:COUNT]" (common/injectenv.h), logged when set. */
 static const char *env_count(const char *var, int *count)
 {
@@ -64,6 +66,13 @@ void nfsc_inject_from_env(struct nfsc *n)
 		in->auth_err = true;
 	}
 }
+#else
+/* Built with -Dfault_injection=false: the variables are not read. */
+void nfsc_inject_from_env(struct nfsc *n)
+{
+	(void)n;
+}
+#endif
 
 /* Take one from a budget: -1 is endless, 0 is spent. */
 static bool take(int *count)

@@ -229,6 +229,15 @@ done
 [ "$(env -i /bin/sh -c 'command -v cachegw')" = /usr/bin/cachegw ] || bad "mount.fuse3 would not run /usr/bin/cachegw"
 v=$(/usr/bin/cachegw --version 2>&1)
 [ "$v" = "cachegw $(dpkg-query -W -f='${Version}' cachegw)" ] || bad "cachegw --version says '$v'"
+# Fault injection is for tests: the package is built without it, so the
+# CACHEGW_INJECT_* variables are not even named in its binaries (the build
+# under test has them, which shows the check can see them).
+[ "$(strings "$CACHEGW" | grep -c CACHEGW_INJECT_)" -gt 0 ] ||
+	bad "the test build $CACHEGW names no CACHEGW_INJECT_ variable (is the check blind?)"
+for b in /usr/bin/cachegw /usr/bin/cachegw-inspect; do
+	n=$(strings "$b" | grep -c CACHEGW_INJECT_)
+	[ "$n" = 0 ] || bad "$b (packaged) still reads fault injection variables: $(strings "$b" | grep CACHEGW_INJECT_ | head -n 3 | tr '\n' ' ')"
+done
 for page in cachegw cachegw-inspect cachegw-bench; do
 	w=$(man --warnings "$page" 2>&1 >/dev/null)
 	[ -z "$w" ] || bad "man --warnings $page (installed): $w"
