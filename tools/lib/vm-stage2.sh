@@ -7,6 +7,10 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 exec </dev/console >/dev/console 2>&1
 
+# The guest's /tmp is its own; the host's stays reachable at /.host-tmp so
+# that a checkout under /tmp (a fresh clone often goes there) can be put
+# back in place below, once the run directory says where the command runs.
+mkdir -p /.host-tmp && mount --bind /tmp /.host-tmp
 mount -t tmpfs -o mode=1777 tmp /tmp
 mount -t tmpfs -o mode=755 run /run
 mkdir -p /run/vm /dev/pts /dev/shm /run/lock /run/rpcbind /var/lib/nfs/rpc_pipefs
@@ -19,6 +23,17 @@ ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmrun /run/vm ||
 	{ echo "vm: cannot mount the run directory"; echo o >/proc/sysrq-trigger; }
+# A command that runs under the host's /tmp: its top directory there is
+# bound into the guest's /tmp at the same path.
+cwd=$(cat /run/vm/cwd 2>/dev/null)
+case $cwd in
+/tmp/?*)
+	top=${cwd#/tmp/}
+	top=${top%%/*}
+	mkdir -p "/tmp/$top" && mount --bind "/.host-tmp/$top" "/tmp/$top" ||
+		echo "vm: cannot bind the host's /tmp/$top into the guest"
+	;;
+esac
 # The host's other mounts (FUSE, tmpfs, ...) show through the 9p root as
 # directories; whatever the guest mounts itself goes on top.
 ver=$(uname -r)
