@@ -58,6 +58,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "lathist.h"
 #include "lockcheck.h"
 #include "nfsc.h"
 
@@ -505,13 +506,9 @@ void gw_metrics_stop(struct gw *gw);
 /* "127.0.0.1:9100" or "[::1]:9100", for messages. */
 void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
 
-/* ---- hist.c: latency histograms (atomic) ---- */
-#define GW_HIST_BUCKETS 16		/* finite buckets, 100us .. 10s */
+/* ---- hist.c: latency histograms (atomic; common/lathist.h) ---- */
 struct gw_hist {
-	uint64_t bucket[GW_HIST_BUCKETS];	/* per bucket, not cumulative;
-						 * atomic */
-	uint64_t sum_ns;			/* atomic */
-	uint64_t count;				/* atomic */
+	struct lat_hist h;
 };
 uint64_t gw_now_ns(void);			/* CLOCK_MONOTONIC */
 /* Record the time from start_ns (gw_now_ns) to now. */

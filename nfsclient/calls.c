@@ -144,6 +144,7 @@ static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	GETATTR3args a = { 0 };
 
 	nfsc_fh3_set(&a.object, &r->fh);
+	r->proc = NFS3_GETATTR;
 	return rpc_nfs3_getattr_async(rpc, getattr_done, &a, r);
 }
 
@@ -187,6 +188,7 @@ static int lookup_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.what.dir, &r->fh);
 	a.what.name = r->name;
+	r->proc = NFS3_LOOKUP;
 	return rpc_nfs3_lookup_async(rpc, lookup_done, &a, r);
 }
 
@@ -238,6 +240,7 @@ static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.object, &r->fh);
 	a.access = r->u.access.mask;
+	r->proc = NFS3_ACCESS;
 	return rpc_nfs3_access_async(rpc, access_done, &a, r);
 }
 
@@ -297,6 +300,7 @@ static int read_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.file, &r->fh);
 	a.offset = r->u.read.off;
 	a.count = r->u.read.count;
+	r->proc = NFS3_READ;
 	return rpc_nfs3_read_async(rpc, read_done, &a, r);
 }
 
@@ -393,6 +397,7 @@ static int rdp_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	memcpy(a.cookieverf, r->u.rdp.verf, NFS3_COOKIEVERFSIZE);
 	a.dircount = 8192;
 	a.maxcount = 65536;
+	r->proc = NFS3_READDIRPLUS;
 	return rpc_nfs3_readdirplus_async(rpc, rdp_done, &a, r);
 }
 
@@ -449,6 +454,7 @@ static int readlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	READLINK3args a = { 0 };
 
 	nfsc_fh3_set(&a.symlink, &r->fh);
+	r->proc = NFS3_READLINK;
 	return rpc_nfs3_readlink_async(rpc, readlink_done, &a, r);
 }
 
@@ -499,6 +505,7 @@ static int fsstat_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	FSSTAT3args a = { 0 };
 
 	nfsc_fh3_set(&a.fsroot, &r->fh);
+	r->proc = NFS3_FSSTAT;
 	return rpc_nfs3_fsstat_async(rpc, fsstat_done, &a, r);
 }
 
@@ -543,6 +550,7 @@ static int fsinfo_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	FSINFO3args a = { 0 };
 
 	nfsc_fh3_set(&a.fsroot, &r->fh);
+	r->proc = NFS3_FSINFO;
 	return rpc_nfs3_fsinfo_async(rpc, fsinfo_done, &a, r);
 }
 

@@ -115,6 +115,7 @@ static int setattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	memset(&a, 0, sizeof(a));
 	nfsc_fh3_set(&a.object, &r->fh);
 	sattr3_set(&a.new_attributes, &r->sa);
+	r->proc = NFS3_SETATTR;
 	return rpc_nfs3_setattr_async(rpc, setattr_done, &a, r);
 }
 
@@ -174,6 +175,7 @@ static int write_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.stable = r->u.write.stable ? FILE_SYNC : UNSTABLE;
 	a.data.data_len = r->u.write.count;
 	a.data.data_val = (char *)r->u.write.buf;
+	r->proc = NFS3_WRITE;
 	return rpc_nfs3_write_async(rpc, write_done, &a, r);
 }
 
@@ -230,6 +232,7 @@ static int commit_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	memset(&a, 0, sizeof(a));
 	nfsc_fh3_set(&a.file, &r->fh);
+	r->proc = NFS3_COMMIT;
 	return rpc_nfs3_commit_async(rpc, commit_done, &a, r);
 }
 
@@ -289,6 +292,7 @@ static int create_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.where.name = r->name;
 	a.how.mode = r->u.mk.exclusive ? GUARDED : UNCHECKED;
 	sattr3_set(&a.how.createhow3_u.obj_attributes, &r->sa);
+	r->proc = NFS3_CREATE;
 	return rpc_nfs3_create_async(rpc, create_done, &a, r);
 }
 
@@ -300,6 +304,7 @@ static int mkdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.where.dir, &r->fh);
 	a.where.name = r->name;
 	sattr3_set(&a.attributes, &r->sa);
+	r->proc = NFS3_MKDIR;
 	return rpc_nfs3_mkdir_async(rpc, mkdir_done, &a, r);
 }
 
@@ -312,6 +317,7 @@ static int symlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.where.name = r->name;
 	sattr3_set(&a.symlink.symlink_attributes, &r->sa);
 	a.symlink.symlink_data = r->target;
+	r->proc = NFS3_SYMLINK;
 	return rpc_nfs3_symlink_async(rpc, symlink_done, &a, r);
 }
 
@@ -335,6 +341,7 @@ static int mknod_issue(struct rpc_context *rpc, struct nfsc_req *r)
 		sattr3_set(&a.what.mknoddata3_u.pipe_attributes, &r->sa);
 		break;
 	}
+	r->proc = NFS3_MKNOD;
 	return rpc_nfs3_mknod_async(rpc, mknod_done, &a, r);
 }
 
@@ -472,6 +479,7 @@ static int link_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.file, &r->fh);
 	nfsc_fh3_set(&a.link.dir, &r->fh2);
 	a.link.name = r->name2;
+	r->proc = NFS3_LINK;
 	return rpc_nfs3_link_async(rpc, link_done, &a, r);
 }
 
@@ -521,6 +529,7 @@ static int remove_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	memset(&a, 0, sizeof(a));
 	nfsc_fh3_set(&a.object.dir, &r->fh);
 	a.object.name = r->name;
+	r->proc = NFS3_REMOVE;
 	return rpc_nfs3_remove_async(rpc, remove_done, &a, r);
 }
 
@@ -531,6 +540,7 @@ static int rmdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	memset(&a, 0, sizeof(a));
 	nfsc_fh3_set(&a.object.dir, &r->fh);
 	a.object.name = r->name;
+	r->proc = NFS3_RMDIR;
 	return rpc_nfs3_rmdir_async(rpc, rmdir_done, &a, r);
 }
 
@@ -543,6 +553,7 @@ static int rename_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.from.name = r->name;
 	nfsc_fh3_set(&a.to.dir, &r->fh2);
 	a.to.name = r->name2;
+	r->proc = NFS3_RENAME;
 	return rpc_nfs3_rename_async(rpc, rename_done, &a, r);
 }
 

@@ -24,6 +24,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "lathist.h"
+
 #define NFSC_FH_MAX 64		/* NFSv3 file handles are at most 64 bytes */
 #define NFSC_NGROUPS_MAX 16	/* AUTH_SYS carries at most 16 groups */
 #define NFSC_NAME_MAX 255
@@ -175,6 +177,26 @@ unsigned nfsc_nconnect(const struct nfsc *n);
 uint64_t nfsc_read_bytes(const struct nfsc *n);
 /* Bytes the origin accepted in WRITE replies since nfsc_open(). */
 uint64_t nfsc_write_bytes(const struct nfsc *n);
+
+/* Origin calls by NFSv3 procedure (0 NULL .. 21 COMMIT), as nfsstat and
+ * mountstats give a kernel client's admin: calls answered (a call retried
+ * after a timeout counts once, when it ends), of them ended with an error
+ * (the origin's status or the transport's), timeouts seen (each retry),
+ * and the time from first sending to the answer. Calls that never reached
+ * the wire (stopping, no credentials) are not counted. */
+#define NFSC_NPROC 22
+struct nfsc_proc_stat {
+	uint64_t calls;			/* atomic */
+	uint64_t errors;		/* atomic */
+	uint64_t timeouts;		/* atomic */
+	struct lat_hist lat;		/* first send -> answer */
+};
+/* "lookup", "readdirplus", ...; NULL for a procedure the gateway never
+ * sends (and past NFSC_NPROC). */
+const char *nfsc_proc_name(unsigned proc);
+/* A copy of proc's counters (zero past NFSC_NPROC). */
+void nfsc_proc_stat(const struct nfsc *n, unsigned proc,
+		    struct nfsc_proc_stat *out);
 
 /* Map an NFSv3 status to -errno (0 for NFS3_OK). */
 int nfsc_status_to_errno(int nfsstat3);

@@ -47,6 +47,8 @@ struct nfsc_req {
 	struct nfsc_sattr sa;		/* SETATTR, CREATE, MKDIR, ... */
 	char *target;			/* SYMLINK, owned */
 	unsigned tries;			/* timeouts seen so far */
+	uint8_t proc;			/* NFSv3 procedure, set when issued */
+	uint64_t sent_ns;		/* first issued (CLOCK_MONOTONIC) */
 	union {
 		struct { struct nfsc_attr *attr; } getattr;
 		struct {
@@ -127,6 +129,7 @@ struct nfsc {
 	atomic_uint rr;			/* round-robin cursor */
 	atomic_uint_fast64_t read_bytes;/* READ payload bytes received */
 	atomic_uint_fast64_t write_bytes;/* WRITE payload bytes accepted */
+	struct nfsc_proc_stat procs[NFSC_NPROC];	/* by procedure; atomic */
 	struct nfsc_inject inject;
 };
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nfsc_i.h"
@@ -235,6 +236,14 @@ static int conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
 	return 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 {
 	struct nfsc_req *r, *next;
@@ -256,6 +265,8 @@ static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 			continue;
 		}
 		ret = conn_set_auth(c, &r->cred);
+		if (!r->sent_ns)
+			r->sent_ns = now_ns();
 		if (ret)
 			nfsc_complete(r, ret);
 		else if (r->issue(c->rpc, r) != 0)
@@ -387,10 +398,33 @@ int nfsc_submit(struct nfsc *n, int conn, struct nfsc_req *r)
 	return 0;
 }
 
+/* Count r's end (or, status -ETIMEDOUT, a timeout) under its procedure;
+ * r->proc is 0 (NULL, never sent by the gateway) until an issue function
+ * put it on the wire. */
+static void count_call(struct nfsc_req *r, int status)
+{
+	struct nfsc_proc_stat *s;
+	uint64_t now;
+
+	if (!r->proc || r->proc >= NFSC_NPROC)
+		return;
+	s = &r->n->procs[r->proc];
+	if (status == -ETIMEDOUT) {
+		__atomic_fetch_add(&s->timeouts, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	now = now_ns();
+	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+	if (status)
+		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
+	lat_hist_add(&s->lat, now > r->sent_ns ? now - r->sent_ns : 0);
+}
+
 void nfsc_complete(struct nfsc_req *r, int status)
 {
 	struct nfsc *n = r->n;
 
+	count_call(r, status);
 	if (status == -ETIMEDOUT) {
 		r->tries++;
 		if (!n->opts.soft || r->tries <= n->opts.retrans) {
@@ -428,4 +462,42 @@ uint64_t nfsc_read_bytes(const struct nfsc *n)
 uint64_t nfsc_write_bytes(const struct nfsc *n)
 {
 	return atomic_load(&((struct nfsc *)n)->write_bytes);
+}
+
+const char *nfsc_proc_name(unsigned proc)
+{
+	static const char *const names[NFSC_NPROC] = {
+		[NFS3_GETATTR] = "getattr", [NFS3_SETATTR] = "setattr",
+		[NFS3_LOOKUP] = "lookup", [NFS3_ACCESS] = "access",
+		[NFS3_READLINK] = "readlink", [NFS3_READ] = "read",
+		[NFS3_WRITE] = "write", [NFS3_CREATE] = "create",
+		[NFS3_MKDIR] = "mkdir", [NFS3_SYMLINK] = "symlink",
+		[NFS3_MKNOD] = "mknod", [NFS3_REMOVE] = "remove",
+		[NFS3_RMDIR] = "rmdir", [NFS3_RENAME] = "rename",
+		[NFS3_LINK] = "link", [NFS3_READDIRPLUS] = "readdirplus",
+		[NFS3_FSSTAT] = "fsstat", [NFS3_FSINFO] = "fsinfo",
+		[NFS3_COMMIT] = "commit",
+	};
+
+	return proc < NFSC_NPROC ? names[proc] : NULL;
+}
+
+void nfsc_proc_stat(const struct nfsc *n, unsigned proc,
+		    struct nfsc_proc_stat *out)
+{
+	const struct nfsc_proc_stat *s;
+	unsigned i;
+
+	memset(out, 0, sizeof(*out));
+	if (proc >= NFSC_NPROC)
+		return;
+	s = &n->procs[proc];
+	out->calls = __atomic_load_n(&s->calls, __ATOMIC_RELAXED);
+	out->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
+	out->timeouts = __atomic_load_n(&s->timeouts, __ATOMIC_RELAXED);
+	out->lat.count = __atomic_load_n(&s->lat.count, __ATOMIC_RELAXED);
+	out->lat.sum_ns = __atomic_load_n(&s->lat.sum_ns, __ATOMIC_RELAXED);
+	for (i = 0; i < LAT_HIST_BUCKETS; i++)
+		out->lat.bucket[i] =
+			__atomic_load_n(&s->lat.bucket[i], __ATOMIC_RELAXED);
 }

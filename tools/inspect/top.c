@@ -17,6 +17,7 @@
 /* Counters sampled, by their `stats` names. */
 enum {
 	C_ORD, C_OWR, C_HIT, C_MISS, C_FILLB, C_FILLS, C_CULLS, C_USED,
+	C_CALLS, C_CALLUS, C_LOOKUP, C_GETATTR,
 	C_COUNT
 };
 static const char *const names[C_COUNT] = {
@@ -24,6 +25,8 @@ static const char *const names[C_COUNT] = {
 	"cache_hit_bytes_total", "cache_miss_bytes_total",
 	"cache_fill_bytes_total", "cache_fills_total",
 	"cache_culled_objects_total", "cache_used_bytes",
+	"origin_calls_total", "origin_call_microseconds_total",
+	"origin_lookup_calls_total", "origin_getattr_calls_total",
 };
 
 struct sample {
@@ -57,11 +60,13 @@ static int take(const char *dir, struct sample *s)
 
 static void header(void)
 {
-	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s\n", "time",
-	       "orig_rdMB", "orig_wrMB", "hit_MB", "miss_MB", "fill_MB",
-	       "fills", "culls", "hit%", "cached_MiB");
-	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s\n", "", "/s", "/s",
-	       "/s", "/s", "/s", "/s", "/s", "", "");
+	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s %8s %8s %8s %7s\n",
+	       "time", "orig_rdMB", "orig_wrMB", "hit_MB", "miss_MB",
+	       "fill_MB", "fills", "culls", "hit%", "cached_MiB", "calls",
+	       "lookups", "getattrs", "ms");
+	printf("%-8s %9s %9s %9s %9s %9s %8s %8s %5s %10s %8s %8s %8s %7s\n",
+	       "", "/s", "/s", "/s", "/s", "/s", "/s", "/s", "", "", "/s",
+	       "/s", "/s", "/call");
 }
 
 static void line(const struct sample *a, const struct sample *b)
@@ -86,7 +91,13 @@ static void line(const struct sample *a, const struct sample *b)
 		printf("%5.1f", 100 * r[C_HIT] / (r[C_HIT] + r[C_MISS]));
 	else
 		printf("%5s", "-");
-	printf(" %10.1f\n", (double)b->v[C_USED] / 1048576);
+	printf(" %10.1f %8.1f %8.1f %8.1f", (double)b->v[C_USED] / 1048576,
+	       r[C_CALLS], r[C_LOOKUP], r[C_GETATTR]);
+	/* Mean origin call time over the interval: time spent / calls. */
+	if (r[C_CALLS] > 0)
+		printf(" %7.2f\n", r[C_CALLUS] / r[C_CALLS] / 1000);
+	else
+		printf(" %7s\n", "-");
 	fflush(stdout);
 }
 
