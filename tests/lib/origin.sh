@@ -440,6 +440,38 @@ origin_stop() {
 	return 0
 }
 
+# latproxy_start NAME RTT_MS NFS_PORT MNT_PORT: a far origin: the
+# project's latency proxy (tools/bench/latproxy.c) listening on NFS_PORT and
+# MNT_PORT in front of origin NAME (started), each direction delayed by
+# RTT_MS / 2. Sets N_FAR_URL (the export's URL through the proxy) and
+# N_FAR_PID (N=${NAME^^}); the proxy binary is $CACHEGW_LATPROXY or the one
+# built next to $CACHEGW.
+latproxy_start() {
+	local name=$1 rtt=$2 nport=$3 mport=$4 up v bin out pid i onp omp
+	up=$(_upper "$name")
+	bin=${CACHEGW_LATPROXY:-$(dirname "$CACHEGW")/../tools/bench/cachegw-latproxy}
+	[ -x "$bin" ] || bin=$(dirname "$CACHEGW")/../libexec/cachegw/cachegw-latproxy
+	[ -x "$bin" ] || { hlog "no cachegw-latproxy next to $CACHEGW"; return 1; }
+	v=${up}_NFS_PORT_USED
+	onp=${!v:-}
+	v=${up}_MNT_PORT_USED
+	omp=${!v:-}
+	[ -n "$onp" ] || { hlog "latproxy_start: origin $name is not started"; return 1; }
+	out=$(harness_tmpdir "latproxy-$name")/out
+	"$bin" --rtt "$rtt" "$nport:$onp" "$mport:$omp" >"$out" 2>&1 </dev/null &
+	pid=$!
+	harness_register_pid "$pid"
+	printf -v "${up}_FAR_PID" '%s' "$pid"
+	for ((i = 0; i < 100; i++)); do
+		grep -q '^ready$' "$out" 2>/dev/null && break
+		pid_alive "$pid" || { hlog "cachegw-latproxy exited: $(cat "$out")"; return 1; }
+		sleep 0.05
+	done
+	grep -q '^ready$' "$out" || { hlog "cachegw-latproxy did not start: $(cat "$out")"; return 1; }
+	printf -v "${up}_FAR_URL" '%s' \
+		"nfs://127.0.0.1/$name?nfsport=$nport&mountport=$mport"
+}
+
 # --------------------------------------------------------------------------
 # Gateway
 
