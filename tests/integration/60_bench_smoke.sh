@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round) and `writes` (write-back with and without the cache's copy, 1 round) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round) and `far` (5 ms, 2 rounds) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/origin.sh"
 trap harness_cleanup EXIT
@@ -117,6 +117,32 @@ order=$(grep -oE 'round [12]: (dd|nfs-cp)' "$work/writes.err" | awk '{ print $2 
 	bad "writes: dd and nfs-cp do not take turns going first in a round: '$order'"
 "$BENCH" writes --write-modes bogus >/dev/null 2>"$work/bogus.err" && bad "writes --write-modes bogus was accepted"
 grep -q 'bad --write-modes value bogus' "$work/bogus.err" || bad "writes --write-modes bogus: $(head -c 200 "$work/bogus.err")"
+# far: the origin 5 ms away through cachegw-latproxy against next door, 2
+# rounds: 12 rows (2 option sets x cold/warm/restart x tree/big) with
+# numbers, spreads, the calls by procedure; a cold big read took READs.
+timeout -k 10 120 "$BENCH" far --rtt 5ms --small-files 20 --size 1M --rounds 2 --quiet \
+	--workdir "$work" --csv "$work/far.csv" >"$work/far.out" 2>"$work/far.err"
+rc=$?
+[ $rc = 0 ] || { bad "cachegw-bench far exited $rc"; tail -n 30 "$work/far.err" >&2; }
+grep -q 'far: cachegw-latproxy --rtt 5 ms' "$work/far.out" || bad "far: the header does not name the proxy"
+python3 - "$work/far.csv" >"$work/far.check" 2>&1 <<'PY' || bad "far.csv: $(head -n 5 "$work/far.check")"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+want = "options,phase,workload,far_s,near_s,ratio,ratio_spread,far_calls,lookup,getattr,access,readdirplus,readlink,read,rounds".split(",")
+assert rows[0] == want, f"header {rows[0]}"
+keys = [(o, p, w) for o in ("default", "nocto,actimeo=600") for p in ("cold", "warm", "restart") for w in ("tree", "big")]
+assert [tuple(r[:3]) for r in rows[1:]] == keys, f"rows {[r[:3] for r in rows[1:]]}"
+num = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+for r in rows[1:]:
+    for i in list(range(3, 6)) + list(range(7, 14)):
+        assert num.match(r[i]), f"row {r[:3]} column {want[i]} is {r[i]!r}"
+    assert re.match(r"^[0-9.]+-[0-9.]+$", r[6]), f"row {r[:3]} spread {r[6]!r}"
+    assert r[14] == "2", f"row {r[:3]} rounds {r[14]!r}"
+cold_big = rows[1 + keys.index(("default", "cold", "big"))]
+assert int(cold_big[13]) >= 1, f"cold big read took {cold_big[13]} READs"
+PY
+"$BENCH" far --rtt 0 >/dev/null 2>"$work/rtt.err" && bad "far --rtt 0 was accepted"
+grep -q 'bad --rtt 0' "$work/rtt.err" || bad "far --rtt 0: $(head -c 200 "$work/rtt.err")"
 echo "bench smoke took $((SECONDS - t0)) s" >&2
 
 # Everything the bench started is gone.
