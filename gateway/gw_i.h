@@ -168,6 +168,9 @@ struct gw_access {
 	uint64_t groups;		/* hash of the supplementary groups */
 	uint32_t asked, granted;	/* ACCESS3 bits */
 	double at;			/* CLOCK_MONOTONIC seconds */
+	bool stamped;			/* the file's attributes were known: */
+	struct timespec ctime;		/* the answer holds only while the */
+	uint32_t mode, fuid, fgid;	/* inode's still show these */
 };
 
 struct gw_extent;
@@ -374,6 +377,10 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
+/* Under ino->lock: an own WRITE took the file from before to after (same
+ * mode and owners): the answers stamped with before hold for after. */
+void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,
+		       const struct nfsc_attr *after);
 
 /* A regular file ino was found as dir/name (lookup, readdirplus, create,
  * rename): remembered for gw_inode_refused_name. Other types: nothing. */

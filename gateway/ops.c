@@ -596,7 +596,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 							     R_OK | W_OK;
 		gen = gw_inode_attr_gen(ino);
 		ret = gw_access_check(gw, ino, &f->cred, mask, &a, &fresh);
-		if (ret)
+		if (ret && (fresh || ret != -EACCES))
 			goto out_free;
 		/* 2. Close-to-open: the origin's attributes now (those that
 		 *    came with ACCESS are as fresh), unless nocto. A write
@@ -605,8 +605,19 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			pthread_mutex_lock(&ino->lock);
 			a = ino->attr;
 			pthread_mutex_unlock(&ino->lock);
-		} else if (!fresh)
+		} else if (!fresh) {
+			/* The answer, yes or no, came from the access cache:
+			 * attributes that show a change since void it
+			 * (access.c), and the origin is asked again. */
 			ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
+			if (ret >= 0) {
+				int acc = gw_access_check(gw, ino, &f->cred,
+							  mask, NULL, NULL);
+
+				if (acc)
+					ret = acc;
+			}
+		}
 		if (ret < 0)
 			goto out_free;
 	}

@@ -612,6 +612,12 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		gw_cache_own_change(gw, ino, &res.post.attr, true);
 		gw_cache_drop(gw, ino);
 	} else if (res.post.has_attr) {
+		/* Our own write changed the ctime, not who may write: cached
+		 * ACCESS answers hold on. */
+		pthread_mutex_lock(&ino->lock);
+		if (ino->attr_valid)
+			gw_access_restamp(ino, &ino->attr, &res.post.attr);
+		pthread_mutex_unlock(&ino->lock);
 		gw_inode_set_attr(ino, &res.post.attr);
 		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
 				   (uint64_t)off);
