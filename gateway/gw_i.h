@@ -350,7 +350,8 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 /* ---- ops_ns.c ---- */
 void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		      const char *name, const struct nfsc_cred *cr,
-		      struct nfsc_created *c, struct fuse_file_info *fi);
+		      struct nfsc_created *c, struct fuse_file_info *fi,
+		      bool existed);
 void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode);
 void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
