@@ -226,7 +226,14 @@ struct gw_inode {
 	bool resending;			/* it writes lost extents again (new
 					 * writes wait). fetch_cond is
 					 * broadcast when either ends */
-	int write_err;			/* -errno to report at flush/fsync */
+	int write_err;			/* the last failed write-back WRITE's
+					 * or COMMIT's -errno, and */
+	uint64_t werr_seq;		/* how many there were: each writer
+					 * reports one at its next flush or
+					 * fsync if it came while it was open
+					 * (gw_file.werr_seen, errseq) */
+	struct gw_file *wfiles;		/* files open for writing, oldest
+					 * first (gw_file.wnext) */
 	unsigned opening;		/* opens past the kernel's lookup but
 					 * not yet counted in opens: an
 					 * unlink meanwhile hides the name
@@ -336,6 +343,8 @@ struct gw_file {
 	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
+	uint64_t werr_seen;		/* ino->werr_seq it has reported */
+	struct gw_file *wnext;		/* in ino->wfiles, ino->lock */
 	bool inval_attr;		/* the open found a new version: the
 					 * kernel's attributes are stale */
 };
@@ -406,8 +415,11 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      bool writepage);
 /* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
 void gw_set_kernel_dirty_limits(const struct gw_opts *o);
-/* Report (and clear) a pending write error; commit: COMMIT first. */
-int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
+/* commit: COMMIT first. Then the write error f should see: for a writer,
+ * the last write-back WRITE or COMMIT failure since its last report, once
+ * (errseq); for a reader none; with no f, this COMMIT's. */
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool commit);
 void gw_write_forget(struct gw_inode *ino);
 
 /* ---- read.c: the read request (its helpers: read_i.h) ---- */
