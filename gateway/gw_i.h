@@ -421,6 +421,11 @@ void gw_set_kernel_dirty_limits(const struct gw_opts *o);
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
 		   bool commit);
 void gw_write_forget(struct gw_inode *ino);
+/* The credentials of the files open for writing on ino other than cr,
+ * each once, oldest open first, into out; at most GW_CRED_TRIES. */
+#define GW_CRED_TRIES 8
+size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
+			    struct nfsc_cred *out);
 
 /* ---- read.c: the read request (its helpers: read_i.h) ---- */
 /* Read for a FUSE read request; replies itself. */

@@ -516,6 +516,26 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		sa.mtime_how = NFSC_TIME_SERVER;
 		ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
 	}
+	/* The kernel's times alone, refused to the file it came through (a
+	 * writer who lost write access at the origin): as each other writer,
+	 * as write-back WRITEs go (write.c, "whose credentials"). Refused to
+	 * all, the origin keeps the time its WRITEs set, and the request
+	 * gets its attributes: a refused WRITE's error reaches the writers
+	 * by itself (gw_write_flush), and a close or fsync must not fail
+	 * again, for ever, for a time the kernel keeps. */
+	if (kernel_times && (ret == -EPERM || ret == -EACCES) &&
+	    !sa.set_size && !sa.set_mode && !sa.set_uid && !sa.set_gid) {
+		struct nfsc_cred alt[GW_CRED_TRIES];
+		size_t n = gw_write_other_creds(ino, &cr, alt), i;
+
+		for (i = 0; i < n && (ret == -EPERM || ret == -EACCES); i++)
+			ret = nfsc_setattr(gw->nfs, &alt[i], &ino->fh, &sa,
+					   &post);
+		if (ret == -EPERM || ret == -EACCES) {
+			ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
+			post.has_attr = !ret;
+		}
+	}
 	if (!ret && !post.has_attr)
 		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
 	if (ret) {

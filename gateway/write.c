@@ -311,8 +311,6 @@ static int send_range(struct gw *gw, const struct nfsc_cred *cr,
  * client writes them with whichever open context it picks. When none may,
  * the error goes to every writer (errseq, gw_write_flush). */
 
-#define GW_CRED_TRIES 8
-
 static bool refused(int ret)
 {
 	return ret == -EACCES || ret == -EPERM;
@@ -327,9 +325,7 @@ static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
 					       a->ngroups : NFSC_NGROUPS_MAX));
 }
 
-/* The credentials of the files open for writing on ino other than cr,
- * each once, oldest open first; at most GW_CRED_TRIES. */
-static size_t other_writers(struct gw_inode *ino, const struct nfsc_cred *cr,
+size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
 			    struct nfsc_cred *out)
 {
 	struct gw_file *f;
@@ -383,7 +379,7 @@ static int send_range_as(struct gw *gw, struct gw_inode *ino,
 	ret = send_range(gw, cr, &ino->fh, buf, len, off, stable, known, res);
 	if (!refused(ret))
 		return ret;
-	n = other_writers(ino, cr, alt);
+	n = gw_write_other_creds(ino, cr, alt);
 	for (i = 0; i < n && refused(ret); i++) {
 		ret = send_range(gw, &alt[i], &ino->fh, buf, len, off, stable,
 				 known, res);
@@ -410,7 +406,7 @@ static int commit_as(struct gw *gw, struct gw_inode *ino,
 	ret = nfsc_commit(gw->nfs, cr, &ino->fh, verf, post);
 	if (!refused(ret))
 		return ret;
-	n = other_writers(ino, cr, alt);
+	n = gw_write_other_creds(ino, cr, alt);
 	for (i = 0; i < n && refused(ret); i++)
 		ret = nfsc_commit(gw->nfs, &alt[i], &ino->fh, verf, post);
 	return ret;
