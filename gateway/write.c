@@ -5,7 +5,8 @@
  * page cache, and the kernel sends the dirty pages as WRITEs of up to
  * max_write from its flusher, at fsync and at close (flush waits for
  * them); these arrive with uid/gid/pid 0, so the credentials used are
- * those of the file they come through (the opener's, f->cred). The steps
+ * those of the file they come through (the opener's, f->cred), or another
+ * writer's if the origin refuses those ("whose credentials"). The steps
  * are the same for both:
  *
  * 1. A FUSE write waits for room in the mount's write window (bytes of
