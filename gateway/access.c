@@ -5,7 +5,12 @@
  * (as the caller) before any byte is served, cached data included;
  * answers are kept per inode and credential (uid, gid and supplementary
  * groups: the origin may grant through any of them) for the attribute
- * timeout.
+ * timeout, and only while the inode's attributes show the file as it was
+ * when the origin answered: a ctime, mode, owner or group that changed
+ * since (seen by a GETATTR, a LOOKUP or READDIRPLUS, or made by a SETATTR
+ * through the mount) drops the answer, as the Linux NFS client drops its
+ * access cache. The gateway's own WRITEs move the ctime without touching
+ * permissions: gw_access_restamp carries the answers over them.
  */
 #include <errno.h>
 #include <string.h>
@@ -57,6 +62,23 @@ static uint64_t groups_hash(const struct nfsc_cred *cr)
 	return h;
 }
 
+/* Do the attributes a still show the file the answer was stamped with? */
+static bool stamp_holds(const struct gw_access *s, const struct nfsc_attr *a)
+{
+	return s->ctime.tv_sec == a->ctime.tv_sec &&
+	       s->ctime.tv_nsec == a->ctime.tv_nsec &&
+	       s->mode == a->mode && s->fuid == a->uid && s->fgid == a->gid;
+}
+
+static void stamp(struct gw_access *s, const struct nfsc_attr *a)
+{
+	s->stamped = true;
+	s->ctime = a->ctime;
+	s->mode = a->mode;
+	s->fuid = a->uid;
+	s->fgid = a->gid;
+}
+
 /* A cached answer for this credential that covers every bit of want. */
 static bool cached(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_cred *cr, uint32_t want, int *ret)
@@ -70,6 +92,13 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
 		struct gw_access *a = &ino->access[i];
 
+		if (a->valid && (!a->stamped || !ino->attr_valid ||
+				 !stamp_holds(a, &ino->attr))) {
+			/* The file changed (or the gateway no longer knows
+			 * how it is): the origin may answer otherwise now. */
+			a->valid = false;
+			continue;
+		}
 		if (!a->valid || a->uid != cr->uid || a->gid != cr->gid ||
 		    a->groups != groups || now - a->at > gw_attr_ttl(gw, &ino->attr) ||
 		    (a->asked & want) != want)
@@ -82,13 +111,21 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 	return hit;
 }
 
+/* Keep an answer, stamped with the attributes that came with it (else the
+ * inode's): unstamped, it is not kept. */
 static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
-		     uint32_t asked, uint32_t granted)
+		     uint32_t asked, uint32_t granted,
+		     const struct nfsc_post *post)
 {
 	struct gw_access *slot;
 
 	pthread_mutex_lock(&ino->lock);
+	if (!post->has_attr && !ino->attr_valid) {
+		pthread_mutex_unlock(&ino->lock);
+		return;
+	}
 	slot = &ino->access[ino->access_next++ % GW_ACCESS_SLOTS];
+	stamp(slot, post->has_attr ? &post->attr : &ino->attr);
 	slot->valid = true;
 	slot->uid = cr->uid;
 	slot->gid = cr->gid;
@@ -123,7 +160,7 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted, &post);
 	if (ret)
 		return ret;
-	remember(ino, cr, all, granted);
+	remember(ino, cr, all, granted, &post);
 	/* The reply carries the file's attributes: an open needs no GETATTR
 	 * of its own. */
 	if (post.has_attr && fresh && has_fresh) {
@@ -131,4 +168,21 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		*has_fresh = true;
 	}
 	return (granted & want) == want ? 0 : -EACCES;
+}
+
+void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,
+		       const struct nfsc_attr *after)
+{
+	unsigned i;
+
+	GW_ASSERT_HELD(&ino->lock);
+	if (before->mode != after->mode || before->uid != after->uid ||
+	    before->gid != after->gid)
+		return;
+	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
+		struct gw_access *a = &ino->access[i];
+
+		if (a->valid && a->stamped && stamp_holds(a, before))
+			stamp(a, after);
+	}
 }

@@ -169,6 +169,9 @@ struct gw_access {
 	uint64_t groups;		/* hash of the supplementary groups */
 	uint32_t asked, granted;	/* ACCESS3 bits */
 	double at;			/* CLOCK_MONOTONIC seconds */
+	bool stamped;			/* the file's attributes were known: */
+	struct timespec ctime;		/* the answer holds only while the */
+	uint32_t mode, fuid, fgid;	/* inode's still show these */
 };
 
 struct gw_extent;
@@ -224,7 +227,14 @@ struct gw_inode {
 	bool resending;			/* it writes lost extents again (new
 					 * writes wait). fetch_cond is
 					 * broadcast when either ends */
-	int write_err;			/* -errno to report at flush/fsync */
+	int write_err;			/* the last failed write-back WRITE's
+					 * or COMMIT's -errno, and */
+	uint64_t werr_seq;		/* how many there were: each writer
+					 * reports one at its next flush or
+					 * fsync if it came while it was open
+					 * (gw_file.werr_seen, errseq) */
+	struct gw_file *wfiles;		/* files open for writing, oldest
+					 * first (gw_file.wnext) */
 	unsigned opening;		/* opens past the kernel's lookup but
 					 * not yet counted in opens: an
 					 * unlink meanwhile hides the name
@@ -334,6 +344,8 @@ struct gw_file {
 	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
+	uint64_t werr_seen;		/* ino->werr_seq it has reported */
+	struct gw_file *wnext;		/* in ino->wfiles, ino->lock */
 	bool inval_attr;		/* the open found a new version: the
 					 * kernel's attributes are stale */
 };
@@ -348,7 +360,8 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 /* ---- ops_ns.c ---- */
 void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		      const char *name, const struct nfsc_cred *cr,
-		      struct nfsc_created *c, struct fuse_file_info *fi);
+		      struct nfsc_created *c, struct fuse_file_info *fi,
+		      bool existed);
 void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode);
 void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -375,6 +388,10 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
+/* Under ino->lock: an own WRITE took the file from before to after (same
+ * mode and owners): the answers stamped with before hold for after. */
+void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,
+		       const struct nfsc_attr *after);
 
 /* A regular file ino was found as dir/name (lookup, readdirplus, create,
  * rename): remembered for gw_inode_refused_name. Other types: nothing. */
@@ -399,9 +416,17 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      bool writepage);
 /* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
 void gw_set_kernel_dirty_limits(const struct gw_opts *o);
-/* Report (and clear) a pending write error; commit: COMMIT first. */
-int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit);
+/* commit: COMMIT first. Then the write error f should see: for a writer,
+ * the last write-back WRITE or COMMIT failure since its last report, once
+ * (errseq); for a reader none; with no f, this COMMIT's. */
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool commit);
 void gw_write_forget(struct gw_inode *ino);
+/* The credentials of the files open for writing on ino other than cr,
+ * each once, oldest open first, into out; at most GW_CRED_TRIES. */
+#define GW_CRED_TRIES 8
+size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
+			    struct nfsc_cred *out);
 
 /* ---- read.c: the read request (its helpers: read_i.h) ---- */
 /* Read for a FUSE read request; replies itself. */

@@ -394,7 +394,7 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 		free(f);
 		return;
 	}
-	if (gw_write_flush(gw, ino, true)) {
+	if (gw_write_flush(gw, ino, f, true)) {
 		gw_log("commit at exit of inode %llu failed",
 		       (unsigned long long)f->nodeid);
 		__atomic_add_fetch(&gw->exit_commit_errors, 1,
@@ -596,7 +596,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 							     R_OK | W_OK;
 		gen = gw_inode_attr_gen(ino);
 		ret = gw_access_check(gw, ino, &f->cred, mask, &a, &fresh);
-		if (ret)
+		if (ret && (fresh || ret != -EACCES))
 			goto out_free;
 		/* 2. Close-to-open: the origin's attributes now (those that
 		 *    came with ACCESS are as fresh), unless nocto. A write
@@ -605,8 +605,19 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			pthread_mutex_lock(&ino->lock);
 			a = ino->attr;
 			pthread_mutex_unlock(&ino->lock);
-		} else if (!fresh)
+		} else if (!fresh) {
+			/* The answer, yes or no, came from the access cache:
+			 * attributes that show a change since void it
+			 * (access.c), and the origin is asked again. */
 			ret = get_attr(gw, req, ino, !gw->o->nocto, &a);
+			if (ret >= 0) {
+				int acc = gw_access_check(gw, ino, &f->cred,
+							  mask, NULL, NULL);
+
+				if (acc)
+					ret = acc;
+			}
+		}
 		if (ret < 0)
 			goto out_free;
 	}
@@ -615,8 +626,16 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ino->opens++;
 	if (!created)
 		ino->opening--;
-	if (f->writer)
+	if (f->writer) {
+		struct gw_file **pp = &ino->wfiles;
+
 		ino->writers++;
+		/* Write errors from here on are this file's to report. */
+		f->werr_seen = ino->werr_seq;
+		while (*pp)
+			pp = &(*pp)->wnext;
+		*pp = f;
+	}
 	/* 4. A reader of a file that is open for writing through this mount
 	 *    reads around the kernel's page cache (direct_io). The kernel
 	 *    copies a write into its page before the gateway has it; a read
@@ -677,15 +696,23 @@ out_free:
 void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		     struct fuse_file_info *fi)
 {
+	struct gw_file *f = (struct gw_file *)(uintptr_t)fi->fh;
 	struct cache_obj *obj = NULL;
 	bool last;
 
 	(void)gw;
 	pthread_mutex_lock(&ino->lock);
 	last = ino->opens > 0 && --ino->opens == 0;
-	if (fi->fh && ((struct gw_file *)(uintptr_t)fi->fh)->writer &&
-	    ino->writers > 0)
-		ino->writers--;
+	if (f && f->writer) {
+		struct gw_file **pp = &ino->wfiles;
+
+		if (ino->writers > 0)
+			ino->writers--;
+		while (*pp && *pp != f)
+			pp = &(*pp)->wnext;
+		if (*pp)
+			*pp = f->wnext;
+	}
 	pthread_mutex_unlock(&ino->lock);
 	if (last) {
 		gw_inode_drop_fetch(ino);
@@ -798,8 +825,8 @@ static void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 	struct gw *gw = req_gw(req);
 	INODE_OR_ESTALE(gw, req, nodeid, ino);
 
-	(void)fi;
-	fuse_reply_err(req, -gw_write_flush(gw, ino, true));
+	fuse_reply_err(req, -gw_write_flush(gw, ino,
+				(struct gw_file *)(uintptr_t)fi->fh, true));
 }
 
 static void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
@@ -843,7 +870,7 @@ static void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 	if (ino) {
 		/* Data written without a flush (e.g. by a re-exporter) is
 		 * committed before the file is let go. */
-		if (gw_write_flush(gw, ino, true))
+		if (gw_write_flush(gw, ino, NULL, true))
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, fi);

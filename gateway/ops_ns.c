@@ -36,10 +36,12 @@ static void dir_changed(struct gw_inode *dir)
 }
 
 /* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
- * GETATTR what the origin left out) and reply. */
+ * GETATTR what the origin left out) and reply. existed: a CREATE found the
+ * file there already (not O_EXCL): the open is checked as any open. */
 void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		      const char *name, const struct nfsc_cred *cr,
-		      struct nfsc_created *c, struct fuse_file_info *fi)
+		      struct nfsc_created *c, struct fuse_file_info *fi,
+		      bool existed)
 {
 	struct fuse_entry_param e;
 	struct gw_inode *ino;
@@ -68,7 +70,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 			gw_inode_forget(gw, ino->nodeid, 1);
 		return;
 	}
-	ret = gw_file_open(gw, req, ino, &c->attr, fi);
+	ret = gw_file_open(gw, req, ino, existed ? NULL : &c->attr, fi);
 	if (ret) {
 		gw_inode_forget(gw, ino->nodeid, 1);
 		fuse_reply_err(req, -ret);
@@ -110,7 +112,7 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
 }
 
 void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -144,7 +146,7 @@ done:
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
 }
 
 void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
@@ -161,7 +163,7 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL);
+		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
 }
 
 void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -172,6 +174,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
+	bool existed = false;
 	int ret;
 
 	gw_req_cred(req, &cr);
@@ -183,6 +186,9 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == -EEXIST && !(fi->flags & O_EXCL)) {
 		bool has_attr = false;
 
+		/* Someone else's file, made since the kernel's LOOKUP: it is
+		 * opened as an open(2) of it would be, access checked. */
+		existed = true;
 		memset(&c, 0, sizeof(c));
 		ret = nfsc_lookup(gw->nfs, &cr, &p->fh, name, &c.fh, &c.attr,
 				  &has_attr);
@@ -200,7 +206,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		gw_reply_created(gw, req, p, name, &cr, &c, fi);
+		gw_reply_created(gw, req, p, name, &cr, &c, fi, existed);
 }
 
 void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
@@ -229,7 +235,7 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	c.has_fh = true;
 	c.attr = post.attr;
 	c.has_attr = post.has_attr;
-	gw_reply_created(gw, req, p, newname, &cr, &c, NULL);
+	gw_reply_created(gw, req, p, newname, &cr, &c, NULL, false);
 }
 
 /* rmdir: one origin call that removes a name. */
@@ -484,7 +490,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	/* Uncommitted writes are committed before a truncate: kept for a
 	 * resend after it, they could bring cut data back. */
 	if (sa.set_size) {
-		ret = gw_write_flush(gw, ino, true);
+		ret = gw_write_flush(gw, ino, NULL, true);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;
@@ -509,6 +515,26 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	    sa.mtime_how == NFSC_TIME_CLIENT) {
 		sa.mtime_how = NFSC_TIME_SERVER;
 		ret = nfsc_setattr(gw->nfs, &cr, &ino->fh, &sa, &post);
+	}
+	/* The kernel's times alone, refused to the file it came through (a
+	 * writer who lost write access at the origin): as each other writer,
+	 * as write-back WRITEs go (write.c, "whose credentials"). Refused to
+	 * all, the origin keeps the time its WRITEs set, and the request
+	 * gets its attributes: a refused WRITE's error reaches the writers
+	 * by itself (gw_write_flush), and a close or fsync must not fail
+	 * again, for ever, for a time the kernel keeps. */
+	if (kernel_times && (ret == -EPERM || ret == -EACCES) &&
+	    !sa.set_size && !sa.set_mode && !sa.set_uid && !sa.set_gid) {
+		struct nfsc_cred alt[GW_CRED_TRIES];
+		size_t n = gw_write_other_creds(ino, &cr, alt), i;
+
+		for (i = 0; i < n && (ret == -EPERM || ret == -EACCES); i++)
+			ret = nfsc_setattr(gw->nfs, &alt[i], &ino->fh, &sa,
+					   &post);
+		if (ret == -EPERM || ret == -EACCES) {
+			ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);
+			post.has_attr = !ret;
+		}
 	}
 	if (!ret && !post.has_attr)
 		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, &post.attr);

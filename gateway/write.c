@@ -5,7 +5,8 @@
  * page cache, and the kernel sends the dirty pages as WRITEs of up to
  * max_write from its flusher, at fsync and at close (flush waits for
  * them); these arrive with uid/gid/pid 0, so the credentials used are
- * those of the file they come through (the opener's, f->cred). The steps
+ * those of the file they come through (the opener's, f->cred), or another
+ * writer's if the origin refuses those ("whose credentials"). The steps
  * are the same for both:
  *
  * 1. A FUSE write waits for room in the mount's write window (bytes of
@@ -299,6 +300,119 @@ static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 	return ret;
 }
 
+/* ---- whose credentials ----
+ *
+ * The kernel sends write-back pages (and mmap's) through any file open for
+ * writing, and cannot say whose bytes they are: they are merged in its page
+ * cache. A WRITE or COMMIT that the origin refuses (EACCES, EPERM) to the
+ * file the kernel picked is sent again as each other file open for writing
+ * (other credentials only, oldest open first), and the extent kept with the
+ * first the origin takes: a writer who may still write vouches for the
+ * pages of one who lost the right while they were dirty, as the Linux NFS
+ * client writes them with whichever open context it picks. When none may,
+ * the error goes to every writer (errseq, gw_write_flush). */
+
+static bool refused(int ret)
+{
+	return ret == -EACCES || ret == -EPERM;
+}
+
+static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
+{
+	return a->uid == b->uid && a->gid == b->gid &&
+	       a->ngroups == b->ngroups &&
+	       !memcmp(a->groups, b->groups,
+		       sizeof(a->groups[0]) * (a->ngroups < NFSC_NGROUPS_MAX ?
+					       a->ngroups : NFSC_NGROUPS_MAX));
+}
+
+size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
+			    struct nfsc_cred *out)
+{
+	struct gw_file *f;
+	size_t n = 0, j;
+
+	pthread_mutex_lock(&ino->lock);
+	for (f = ino->wfiles; f && n < GW_CRED_TRIES; f = f->wnext) {
+		if (same_cred(&f->cred, cr))
+			continue;
+		for (j = 0; j < n && !same_cred(&out[j], &f->cred); j++)
+			;
+		if (j == n)
+			out[n++] = f->cred;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return n;
+}
+
+/* ---- errors of write-back WRITEs and COMMITs (errseq) ---- */
+
+static void werr_record_locked(struct gw_inode *ino, int err)
+{
+	GW_ASSERT_HELD(&ino->lock);
+	ino->write_err = err;
+	ino->werr_seq++;
+}
+
+/* A writer open now has an error to report. */
+static bool werr_pending_locked(struct gw_inode *ino)
+{
+	struct gw_file *f;
+
+	GW_ASSERT_HELD(&ino->lock);
+	for (f = ino->wfiles; f; f = f->wnext)
+		if (f->werr_seen != ino->werr_seq)
+			return true;
+	return false;
+}
+
+/* send_range as *cr; refused, as each other writer in turn (see "whose
+ * credentials"): *cr is then the one the origin took. */
+static int send_range_as(struct gw *gw, struct gw_inode *ino,
+			 struct nfsc_cred *cr, const char *buf, size_t len,
+			 uint64_t off, bool stable,
+			 const struct nfsc_attr *known, struct wresult *res)
+{
+	struct nfsc_cred alt[GW_CRED_TRIES];
+	size_t n, i;
+	int ret;
+
+	ret = send_range(gw, cr, &ino->fh, buf, len, off, stable, known, res);
+	if (!refused(ret))
+		return ret;
+	n = gw_write_other_creds(ino, cr, alt);
+	for (i = 0; i < n && refused(ret); i++) {
+		ret = send_range(gw, &alt[i], &ino->fh, buf, len, off, stable,
+				 known, res);
+		if (!ret) {
+			gw_log("WRITE of %zu bytes at %llu refused to uid %u: "
+			       "sent as uid %u, who has the file open for "
+			       "writing", len, (unsigned long long)off,
+			       cr->uid, alt[i].uid);
+			*cr = alt[i];
+		}
+	}
+	return ret;
+}
+
+/* COMMIT as *cr; refused, as each other writer in turn. */
+static int commit_as(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, uint8_t verf[8],
+		     struct nfsc_post *post)
+{
+	struct nfsc_cred alt[GW_CRED_TRIES];
+	size_t n, i;
+	int ret;
+
+	ret = nfsc_commit(gw->nfs, cr, &ino->fh, verf, post);
+	if (!refused(ret))
+		return ret;
+	n = gw_write_other_creds(ino, cr, alt);
+	for (i = 0; i < n && refused(ret); i++)
+		ret = nfsc_commit(gw->nfs, &alt[i], &ino->fh, verf, post);
+	return ret;
+}
+
 /* ---- committing ----
  *
  * Extents stay listed until a COMMIT that covers them has been answered
@@ -423,8 +537,8 @@ static int resend_lost(struct gw *gw, struct gw_inode *ino,
 		gw_log("origin lost unstable writes (verifier changed): "
 		       "resending %zu bytes at %llu", v[i]->len,
 		       (unsigned long long)v[i]->off);
-		ret = send_range(gw, &v[i]->cred, &ino->fh, v[i]->data,
-				 v[i]->len, v[i]->off, true, NULL, &r);
+		ret = send_range_as(gw, ino, &v[i]->cred, v[i]->data,
+				    v[i]->len, v[i]->off, true, NULL, &r);
 	}
 	free(v);
 out:
@@ -459,7 +573,7 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	}
 	/* 3. COMMIT; write again what the origin lost. */
 	gen = gw_inode_attr_gen(ino);
-	ret = nfsc_commit(gw->nfs, &first->cred, &ino->fh, verf, &post);
+	ret = commit_as(gw, ino, &first->cred, verf, &post);
 	if (!ret)
 		ret = resend_lost(gw, ino, first, verf);
 	/* 4. Stable: unlist. Failed: keep them for the next round, up to a
@@ -468,9 +582,11 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	if (!ret || ino->uncommitted_bytes > GW_KEEP_FAILED) {
 		cut_locked(ino, first);
 		drop = first;
-		if (ret && !ino->write_err)
-			ino->write_err = ret;
 	}
+	/* Every writer open now hears of it (gw_write_flush), kept or not:
+	 * kept, the next round may fail again and is news again. */
+	if (ret)
+		werr_record_locked(ino, ret);
 	pthread_mutex_unlock(&ino->lock);
 	if (ret && drop)
 		gw_log("COMMIT failed (%s) with more than %u MiB uncommitted: "
@@ -483,7 +599,8 @@ static int commit_inode(struct gw *gw, struct gw_inode *ino)
 	return ret;
 }
 
-int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool commit)
 {
 	int ret = 0;
 
@@ -491,10 +608,18 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, bool commit)
 	 * flush must cover is in flight; what remains is uncommitted. */
 	if (commit)
 		ret = commit_inode(gw, ino);
+	if (!f)
+		return ret;
+	/* errseq, as the kernel's: a failure is reported once to each file
+	 * that was open for writing when it happened (a COMMIT failure of
+	 * this very flush too: it was recorded), never to a reader, which
+	 * would take it from the writer. */
+	ret = 0;
 	pthread_mutex_lock(&ino->lock);
-	if (!ret && ino->write_err)
+	if (f->writer && f->werr_seen != ino->werr_seq) {
 		ret = ino->write_err;
-	ino->write_err = 0;
+		f->werr_seen = ino->werr_seq;
+	}
 	pthread_mutex_unlock(&ino->lock);
 	return ret;
 }
@@ -542,8 +667,16 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	gw_inode_drop_fetch(ino);
 
 	window_get(gw, size);
-	ret = send_range(gw, &f->cred, &ino->fh, buf, size, (uint64_t)off,
-			 false, judge ? &known : NULL, &res);
+	/* The kernel's own pages: as another writer if the origin refuses
+	 * this one. A write(2) is its caller's alone. */
+	if (writepage)
+		ret = send_range_as(gw, ino, &e->cred, buf, size,
+				    (uint64_t)off, false, judge ? &known : NULL,
+				    &res);
+	else
+		ret = send_range(gw, &f->cred, &ino->fh, buf, size,
+				 (uint64_t)off, false, judge ? &known : NULL,
+				 &res);
 	memcpy(e->verf, res.verf, 8);
 	e->mixed = res.mixed;
 	window_put(gw, size);
@@ -578,9 +711,9 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 * fsync of the file gives the origin's own error, as the NFS
 		 * client's close and fsync do. Those pages hold bytes the
 		 * origin never took: the next open drops them. */
-		first = !ino->write_err;
-		if (first)
-			ino->write_err = ret;
+		/* Logged once per error a writer has not reported yet. */
+		first = !werr_pending_locked(ino);
+		werr_record_locked(ino, ret);
 		ino->pages_stale = true;
 		ino->write_refused = true;
 		pthread_mutex_unlock(&ino->lock);
@@ -612,6 +745,12 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		gw_cache_own_change(gw, ino, &res.post.attr, true);
 		gw_cache_drop(gw, ino);
 	} else if (res.post.has_attr) {
+		/* Our own write changed the ctime, not who may write: cached
+		 * ACCESS answers hold on. */
+		pthread_mutex_lock(&ino->lock);
+		if (ino->attr_valid)
+			gw_access_restamp(ino, &ino->attr, &res.post.attr);
+		pthread_mutex_unlock(&ino->lock);
 		gw_inode_set_attr(ino, &res.post.attr);
 		gw_cache_own_write(gw, ino, &res.post.attr, buf, size,
 				   (uint64_t)off);

@@ -48,6 +48,11 @@ void nfsc_inject_from_env(struct nfsc *n)
 		in->access_delay_ms = (unsigned)atoi(v);
 		in->access_delay_count = count;
 	}
+	v = env_count("CACHEGW_INJECT_CREATE_DELAY", &count);
+	if (v) {
+		in->create_delay_ms = (unsigned)atoi(v);
+		in->create_delay_count = count;
+	}
 	v = env_count("CACHEGW_INJECT_WRITE_DELAY", &count);
 	if (v && strchr(v, ':')) {
 		in->write_delay_off = strtoull(v, NULL, 10);
@@ -132,6 +137,17 @@ void nfsc_inject_access_delay(struct nfsc *n)
 		return;
 	fprintf(stderr, "cachegw: inject: ACCESS held for %u ms\n", ms);
 	hold(n, ms);
+}
+
+void nfsc_inject_create_delay(struct nfsc *n)
+{
+	unsigned ms = n->inject.create_delay_ms;
+
+	if (!ms || !take(&n->inject.create_delay_count))
+		return;
+	fprintf(stderr, "cachegw: inject: CREATE held for %u ms\n", ms);
+	hold(n, ms);
+	fprintf(stderr, "cachegw: inject: CREATE released\n");
 }
 
 int nfsc_inject_commit_status(struct nfsc *n, int status)

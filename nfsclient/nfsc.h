@@ -154,8 +154,12 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
  *   CACHEGW_INJECT_ACCESS_DELAY=MS[:N]     the next N ACCESS calls (all if
  *                                          no N) wait MS before they are
  *                                          sent (on the caller's thread)
- *   CACHEGW_INJECT_RELEASE=PATH            a COMMIT, WRITE or ACCESS held by
- *                                          those above also waits (up to 120 s)
+ *   CACHEGW_INJECT_CREATE_DELAY=MS[:N]     the next N CREATE calls (all if
+ *                                          no N) wait MS before they are
+ *                                          sent (on the caller's thread)
+ *   CACHEGW_INJECT_RELEASE=PATH            a COMMIT, WRITE, ACCESS or CREATE
+ *                                          held by those above also waits (up
+ *                                          to 120 s)
  *                                          until PATH exists: a test acts
  *                                          while it is held, however slowly
  *   CACHEGW_INJECT_WRITE_ZERO=N            the next N WRITE replies (all if

@@ -106,6 +106,8 @@ struct nfsc_inject {
 	unsigned commit_delay_ms;	/* hold every COMMIT this long */
 	unsigned access_delay_ms;	/* hold ACCESS calls this long */
 	int access_delay_count;		/* how many; -1 all */
+	unsigned create_delay_ms;	/* hold CREATE calls this long */
+	int create_delay_count;		/* how many; -1 all */
 	int commit_err;			/* errno a COMMIT fails with */
 	int commit_err_count;		/* of how many; -1 all */
 	uint64_t write_delay_off;	/* the first WRITE at or past this */
@@ -146,6 +148,7 @@ struct nfsc_req *nfsc_req_new(struct nfsc *n, const struct nfsc_cred *cr,
 void nfsc_inject_from_env(struct nfsc *n);
 void nfsc_inject_commit_delay(struct nfsc *n);	/* caller's thread */
 void nfsc_inject_access_delay(struct nfsc *n);	/* caller's thread */
+void nfsc_inject_create_delay(struct nfsc *n);	/* caller's thread */
 int nfsc_inject_commit_status(struct nfsc *n, int status);
 void nfsc_inject_write_delay(struct nfsc *n, uint64_t off); /* caller's */
 bool nfsc_inject_write_zero(struct nfsc *n);

@@ -251,6 +251,7 @@ int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_sattr *sa, bool exclusive,
 		struct nfsc_created *out)
 {
+	nfsc_inject_create_delay(n);
 	SYNC_CALL(nfsc_create_async(n, -1, cr, dir, name, sa, exclusive, out,
 				    waiter_done, &w));
 }
