@@ -27,7 +27,7 @@
 
 #define PF_KTHREAD_FLAG 0x00200000u	/* include/linux/sched.h */
 #define KEEP 32				/* groups kept per user */
-#define SLOTS 64			/* users kept (direct-mapped) */
+#define SLOTS 256			/* users kept (direct-mapped) */
 
 /* Reads /proc/PID/NAME into buf (NUL-terminated); its length or -1. */
 static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)

@@ -78,5 +78,7 @@ check "re-export" "$c3"
 drop_caches
 check "re-export, again" "$c3"
 
-step "done"
+grep -q "credentials: a caller whose groups the kernel does not show" "$GW_LOG" ||
+	bad "the gateway's log does not say where the re-export's groups came from"
+step "done (kernel $(uname -r), Kthread: line in /proc status: $(grep -c '^Kthread:' /proc/self/status))"
 exit $fail
