@@ -14,7 +14,7 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 
 # A user of this host's database with a supplementary group other than its
 # primary one (e.g. postgres in ssl-cert).
-U= G= S=
+U='' G='' S=''
 while IFS=: read -r _ _ gid members; do
 	for m in ${members//,/ }; do
 		u=$(id -u "$m" 2>/dev/null) && g=$(id -g "$m" 2>/dev/null) || continue

@@ -39,6 +39,7 @@ chmod 0770 "$data/share"
 chmod 0640 "$data/share/file"
 
 step "knfsd origin (manage-gids=n) in network namespace $KNFSD_ORIGIN_NS"
+# shellcheck disable=SC2034 # read by knfsd_origin_start (lib.sh)
 KNFSD_ORIGIN_MANAGE_GIDS=n
 knfsd_origin_start "$data" 7701 || exit 1
 mnt=$(harness_tmpdir mnt)
