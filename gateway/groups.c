@@ -82,7 +82,7 @@ static bool status_field(const char *s, int n, unsigned long *out)
 }
 
 /* Is pid a kernel thread? From /proc/PID/stat's flags (field 9), for
- * kernels whose status has no Kthread: line (before 6.?). */
+ * kernels whose status has no Kthread: line (6.1 has none). */
 static int stat_kthread(pid_t pid)
 {
 	char buf[1024], *s, *end;
