@@ -20,6 +20,7 @@
  * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  * drain.c: signals (HUP, INT, TERM), detaching, the bounded stop.
+ * groups.c: a caller's supplementary groups (/proc or the user database).
  *
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
@@ -37,7 +38,8 @@
  *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
  *      lock (write.c), the hidden-name table's lock (silly.c; held
  *      across its file's write, never across an origin call), the
- *      open-handle list's lock (handles.c): leaves, nothing is taken
+ *      open-handle list's lock (handles.c), the user database's groups
+ *      (groups.c; never held across NSS): leaves, nothing is taken
  *      while holding them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "groups.h"
 #include "gw_i.h"
 
 static struct gw *req_gw(fuse_req_t req)
@@ -21,65 +22,32 @@ static struct gw *req_gw(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* The supplementary groups of the caller (thread pid), at most max, from
- * /proc/PID/status, as fuse_req_getgroups() does; it is not used because
- * libfuse 3.14's strstr()s a buffer it never NUL-terminates (a read past
- * the end of a heap block: ThreadSanitizer's allocator made it crash).
- * Returns the number of groups, or -errno (the call then carries none:
- * that can only take rights away, never lend another user's). */
-static int req_groups(pid_t pid, gid_t *list, int max)
-{
-	char path[64], buf[4096], *s, *end;
-	ssize_t len;
-	int fd, n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len < 0)
-		return -EIO;
-	buf[len] = '\0';
-	/* Groups: comes well inside the first 4 KiB (after about 10 short
-	 * lines); a line cut by the buffer's end is not trusted. */
-	s = strstr(buf, "\nGroups:");
-	if (!s || !strchr(s + 1, '\n'))
-		return -EIO;
-	s += strlen("\nGroups:");
-	while (n < max) {
-		unsigned long g;
-
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (*s == '\n')
-			break;
-		errno = 0;
-		g = strtoul(s, &end, 10);
-		if (end == s || errno || g > UINT32_MAX)
-			return -EIO;
-		list[n++] = (gid_t)g;
-		s = end;
-	}
-	return n;
-}
-
 void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t groups[NFSC_NGROUPS_MAX];
-	int n, i;
+	static bool told;
+	enum gw_groups_src src;
+	int n;
 
 	memset(cr, 0, sizeof(*cr));
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
-	/* AUTH_SYS carries 16; the rest are dropped, as by the Linux NFS
-	 * client. */
-	n = req_groups(ctx->pid, groups, NFSC_NGROUPS_MAX);
-	for (i = 0; i < n; i++)
-		cr->groups[i] = groups[i];
-	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+	/* The caller's own groups from /proc/PID/status (not
+	 * fuse_req_getgroups(): libfuse 3.14's strstr()s a buffer it never
+	 * NUL-terminates); for a caller whose groups the kernel does not
+	 * show (an nfsd thread serving a re-export, pid 0) the user
+	 * database's for the uid (groups.c). AUTH_SYS carries 16; the rest
+	 * are dropped, as by the Linux NFS client. */
+	n = gw_groups_get(ctx->pid, ctx->uid, ctx->gid, cr->groups,
+			  NFSC_NGROUPS_MAX, &src);
+	cr->ngroups = (uint32_t)n;
+	if (src != GW_GROUPS_PROC &&
+	    !__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
+		gw_log("credentials: a caller whose groups the kernel does not "
+		       "show (pid %d, uid %u: a kernel thread such as nfsd, or "
+		       "outside the gateway's pid namespace): its groups are the "
+		       "user database's for its uid, kept %d s (said once)",
+		       (int)ctx->pid, (unsigned)ctx->uid, GW_GROUPS_TTL);
 }
 
 /* Not under ThreadSanitizer: it sees the order the kernel gives one

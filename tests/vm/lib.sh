@@ -145,6 +145,10 @@ vm_manifest() {
 #                                    /etc/exports), reached over a veth pair;
 #                                    sets KNFSD_ORIGIN_URL (nfs://ADDR/DIR
 #                                    with nfsport= and mountport=)
+#                                    (KNFSD_ORIGIN_MANAGE_GIDS=n: its mountd
+#                                    trusts the groups in AUTH_SYS, as
+#                                    nfs-ganesha and most filers do; Debian's
+#                                    nfs.conf says y)
 #   knfsd_origin_exec CMD...         run CMD in the origin's namespaces
 #   knfsd_origin_stop                rpc.nfsd 0 there, mountd and rpcbind
 #                                    stopped by pid (vm_cleanup does not)
@@ -158,6 +162,7 @@ KNFSD_ORIGIN_HOST=10.214.1.1		# the guest's end of the veth
 KNFSD_ORIGIN_ADDR=10.214.1.2		# the origin's end
 KNFSD_ORIGIN_MNT_PORT=20048
 KNFSD_ORIGIN_THREADS=${KNFSD_ORIGIN_THREADS:-8}
+KNFSD_ORIGIN_MANAGE_GIDS=${KNFSD_ORIGIN_MANAGE_GIDS:-}
 _VM_ORIGIN_PID=		# rpcbind's: holds the origin's namespaces
 _VM_ORIGIN_MOUNTD=
 
@@ -180,10 +185,17 @@ knfsd_origin_start() { # DIR FSID
 	state=$(harness_tmpdir knfsd-origin) || return 1
 	# Prints "RPCBIND_PID MOUNTD_PID" once nfsd runs.
 	pids=$(ip netns exec "$KNFSD_ORIGIN_NS" bash -s "$dir" "$fsid" "$state" \
-		"$KNFSD_ORIGIN_HOST" "$KNFSD_ORIGIN_MNT_PORT" "$KNFSD_ORIGIN_THREADS" <<-'EOS'
-		dir=$1 fsid=$2 state=$3 client=$4 mport=$5 threads=$6
+		"$KNFSD_ORIGIN_HOST" "$KNFSD_ORIGIN_MNT_PORT" "$KNFSD_ORIGIN_THREADS" \
+		"$KNFSD_ORIGIN_MANAGE_GIDS" <<-'EOS'
+		dir=$1 fsid=$2 state=$3 client=$4 mport=$5 threads=$6 mgids=$7
 		exec 3>&1 >&2
 		mkdir -p "$state/run" "$state/varlib/nfs" && : >"$state/exports" || exit 1
+		if [ -n "$mgids" ]; then
+			# This namespace's nfs.conf: [mountd] manage-gids as asked.
+			{ sed '/^[[:space:]]*manage-gids[[:space:]]*=/d' /etc/nfs.conf 2>/dev/null
+			  printf '[mountd]\nmanage-gids=%s\n' "$mgids"; } >"$state/nfs.conf"
+			mount --bind "$state/nfs.conf" /etc/nfs.conf || exit 1
+		fi
 		mount -t tmpfs -o mode=755 orun /run || exit 1
 		mkdir -p /run/rpcbind /run/lock
 		mount --bind "$state/varlib/nfs" /var/lib/nfs || exit 1
