@@ -13,17 +13,24 @@ fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
 # A user of this host's database with a supplementary group other than its
-# primary one (e.g. postgres in ssl-cert).
-U='' G='' S=''
-while IFS=: read -r _ _ gid members; do
-	for m in ${members//,/ }; do
-		u=$(id -u "$m" 2>/dev/null) && g=$(id -g "$m" 2>/dev/null) || continue
-		[ "$u" != 0 ] && [ "$g" != "$gid" ] || continue
-		U=$u G=$g S=$gid
-		break 2
-	done
-done < <(getent group)
-[ -n "$U" ] || { echo "SKIP: no user with a supplementary group in this host's database" >&2; exit 77; }
+# primary one: made for the test (and removed at its end), so that the test
+# runs on any machine; useradd/groupadd from Debian's passwd package.
+command -v useradd >/dev/null && command -v groupadd >/dev/null ||
+	{ echo "SKIP: useradd/groupadd not installed" >&2; exit 77; }
+TUSER=cgwt$$ TGROUP=cgwtg$$
+users_cleanup() {
+	local rc=$?
+	userdel "$TUSER" 2>/dev/null
+	groupdel "$TGROUP" 2>/dev/null
+	(exit $rc)
+	harness_cleanup
+}
+trap users_cleanup EXIT
+groupadd -r "$TGROUP" || { echo "FAIL: groupadd $TGROUP" >&2; exit 1; }
+useradd -r -M -N -g nogroup -G "$TGROUP" -s /usr/sbin/nologin "$TUSER" ||
+	{ echo "FAIL: useradd $TUSER" >&2; exit 1; }
+U=$(id -u "$TUSER") G=$(id -g "$TUSER") S=$(getent group "$TGROUP" | cut -d: -f3)
+[ -n "$U" ] && [ -n "$S" ] && [ "$G" != "$S" ] || { echo "FAIL: made user $TUSER: uid '$U' gid '$G' group '$S'" >&2; exit 1; }
 # A uid the database does not know.
 N=4000123
 while getent passwd "$N" >/dev/null; do N=$((N + 1)); done
