@@ -892,6 +892,51 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* ---- interrupts ----
+ * A caller waiting on an origin that does not answer stays killable: a
+ * request the gateway has read is no longer the kernel's to cancel (the
+ * caller sleeps uninterruptibly until the answer), so these operations,
+ * which wait only on idempotent origin calls (GETATTR, LOOKUP, ACCESS,
+ * READLINK, FSSTAT), arm their request as the thread's interrupt token
+ * (nfsclient's nfsc_intr_*): FUSE_INTERRUPT then ends the wait with EINTR
+ * and the operation answers that, through its own error path; the origin
+ * call is left to finish, its answer dropped. Writes and namespace
+ * changes are not interruptible: their outcome at the origin would be
+ * unknown. */
+static void intr_fire(fuse_req_t req, void *data)
+{
+	nfsc_intr_fire(data, req);
+}
+
+static void intr_begin(fuse_req_t req)
+{
+	struct nfsc_intr *i = nfsc_intr_arm(req);
+
+	/* Called at once if the request was interrupted already. */
+	if (i)
+		fuse_req_interrupt_func(req, intr_fire, i);
+}
+
+#define INTERRUPTIBLE(op, params, args)					\
+	static void op##_intr params					\
+	{								\
+		intr_begin(req);					\
+		op args;						\
+		nfsc_intr_disarm();					\
+	}
+INTERRUPTIBLE(gw_lookup, (fuse_req_t req, fuse_ino_t parent, const char *name),
+	      (req, parent, name))
+INTERRUPTIBLE(gw_getattr, (fuse_req_t req, fuse_ino_t nodeid,
+			   struct fuse_file_info *fi), (req, nodeid, fi))
+INTERRUPTIBLE(gw_readlink, (fuse_req_t req, fuse_ino_t nodeid), (req, nodeid))
+INTERRUPTIBLE(gw_opendir, (fuse_req_t req, fuse_ino_t nodeid,
+			   struct fuse_file_info *fi), (req, nodeid, fi))
+INTERRUPTIBLE(gw_open, (fuse_req_t req, fuse_ino_t nodeid,
+			struct fuse_file_info *fi), (req, nodeid, fi))
+INTERRUPTIBLE(gw_access, (fuse_req_t req, fuse_ino_t nodeid, int mask),
+	      (req, nodeid, mask))
+INTERRUPTIBLE(gw_statfs, (fuse_req_t req, fuse_ino_t nodeid), (req, nodeid))
+
 const struct fuse_lowlevel_ops gw_oper = {
 	.init = gw_init,
 	.mkdir = gw_mkdir,
@@ -903,23 +948,23 @@ const struct fuse_lowlevel_ops gw_oper = {
 	.rmdir = gw_rmdir,
 	.rename = gw_rename,
 	.setattr = gw_setattr,
-	.access = gw_access,
+	.access = gw_access_intr,
 	.write_buf = gw_write_buf_op,
 	.flush = gw_flush,
 	.fsync = gw_fsync,
 	.fsyncdir = gw_fsyncdir,
 	.fallocate = gw_fallocate,
-	.lookup = gw_lookup,
+	.lookup = gw_lookup_intr,
 	.forget = gw_forget,
 	.forget_multi = gw_forget_multi,
-	.getattr = gw_getattr,
-	.readlink = gw_readlink,
-	.opendir = gw_opendir,
+	.getattr = gw_getattr_intr,
+	.readlink = gw_readlink_intr,
+	.opendir = gw_opendir_intr,
 	.readdir = gw_readdir,
 	.readdirplus = gw_readdirplus,
 	.releasedir = gw_releasedir,
-	.open = gw_open,
+	.open = gw_open_intr,
 	.read = gw_read_op,
 	.release = gw_release,
-	.statfs = gw_statfs,
+	.statfs = gw_statfs_intr,
 };
