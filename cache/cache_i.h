@@ -439,6 +439,10 @@ struct cache {
 
 void cache_set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* "cache_dir DIR: NAME is a symbolic link; ...: remove it" (an open
+ * with O_NOFOLLOW failed with ELOOP). */
+void cache_link_err(char *err, size_t errlen, const char *dir,
+		    const char *name);
 bool cache_writable(const struct cache *c);
 
 #endif

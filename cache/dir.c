@@ -41,6 +41,14 @@ const char *cache_dir(const struct cache *c)
 	return c->dir;
 }
 
+void cache_link_err(char *err, size_t errlen, const char *dir,
+		    const char *name)
+{
+	cache_set_err(err, errlen,
+		      "cache_dir %s: %s is a symbolic link; cachegw follows no links inside its cache_dir: remove it",
+		      dir, name);
+}
+
 /* ---- cache.conf ----------------------------------------------------------- */
 
 /* 0 and the version and block size from the file, -ENOENT if there is none, -EINVAL if
@@ -49,7 +57,8 @@ static int conf_read(int dirfd, unsigned *version, uint32_t *bs)
 {
 	char buf[1024], *line, *save = NULL;
 	ssize_t n;
-	int fd = openat(dirfd, CACHE_CONF_NAME, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, CACHE_CONF_NAME,
+			O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -84,7 +93,8 @@ static int conf_write(int dirfd, uint32_t bs)
 		       "format_version = %d\nblock_size = %u\n",
 		       CACHE_FORMAT_VERSION, bs);
 	fd = openat(dirfd, CACHE_CONF_NAME ".tmp",
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, len) != len || fsync(fd) < 0)
@@ -132,13 +142,17 @@ static int lock_take(struct cache *c, char *err, size_t errlen)
 	char buf[32];
 	int fd, n;
 
-	fd = openat(c->dirfd, CACHE_LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC,
-		    0600);
+	fd = openat(c->dirfd, CACHE_LOCK_NAME,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int e = errno;
 
-		cache_set_err(err, errlen, "cache_dir %s: cannot open lock file: %s",
-			      c->dir, strerror(e));
+		if (e == ELOOP)
+			cache_link_err(err, errlen, c->dir, CACHE_LOCK_NAME);
+		else
+			cache_set_err(err, errlen,
+				      "cache_dir %s: cannot open lock file: %s",
+				      c->dir, strerror(e));
 		return -e;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -212,7 +226,45 @@ static int check_opts(const struct cache_opts *o, struct cache *c,
 	return 0;
 }
 
-/* Make dir exist (OWNER), be a directory, be writable (unless INSPECT). */
+/* Whoever else can write the cache directory can put a link where the
+ * gateway (root, most often) will create or write a file, or swap the
+ * objects it serves: as ssh refuses a writable ~/.ssh, refuse a
+ * directory not owned by us or root, or writable by group or others
+ * (sticky bit or not: it keeps others from removing our files, not from
+ * making theirs). The directory itself may be reached through a link;
+ * nothing inside it is. False with the reason and the fix in err. */
+static bool dir_trusted(struct cache *c, char *err, size_t errlen)
+{
+	uid_t me = geteuid();
+	struct stat st;
+
+	if (fstat(c->dirfd, &st) < 0) {
+		cache_set_err(err, errlen, "cache_dir %s: %s", c->dir,
+			      strerror(errno));
+		return false;
+	}
+	if (st.st_uid != me && st.st_uid != 0) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s: owned by uid %u, not by uid %u who runs cachegw, nor root: chown %u %s",
+			      c->dir, (unsigned)st.st_uid, (unsigned)me,
+			      (unsigned)me, c->dir);
+		return false;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		cache_set_err(err, errlen,
+			      "cache_dir %s: writable by %s (mode %04o): chmod go-w %s",
+			      c->dir,
+			      (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ?
+			      "group and others" :
+			      st.st_mode & S_IWGRP ? "group" : "others",
+			      (unsigned)(st.st_mode & 07777), c->dir);
+		return false;
+	}
+	return true;
+}
+
+/* Make dir exist (OWNER), be a directory, be ours and writable by us
+ * only (unless INSPECT). */
 static int open_dir(struct cache *c, char *err, size_t errlen)
 {
 	struct stat st;
@@ -250,6 +302,11 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 		cache_set_err(err, errlen, "cache_dir %s: %s", c->dir, strerror(e));
 		return -e;
 	}
+	if (cache_writable(c) && !dir_trusted(c, err, errlen)) {
+		close(c->dirfd);
+		c->dirfd = -1;
+		return -EPERM;
+	}
 	return 0;
 }
 
@@ -265,6 +322,10 @@ static int conf_check(struct cache *c, int ret, unsigned version,
 			      "cache_dir %s: damaged %s (move the directory aside, or give an empty cache_dir)",
 			      c->dir, CACHE_CONF_NAME);
 		return -EPROTO;
+	}
+	if (ret == -ELOOP) {
+		cache_link_err(err, errlen, c->dir, CACHE_CONF_NAME);
+		return ret;
 	}
 	if (ret) {
 		cache_set_err(err, errlen, "cache_dir %s: cannot read %s: %s",
@@ -329,6 +390,15 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 		cache_set_err(err, errlen, "cache_dir %s: cannot create %s: %s",
 			      c->dir, CACHE_OBJ_DIR, strerror(e));
 		return -e;
+	}
+	{
+		struct stat st;
+
+		if (!fstatat(c->dirfd, CACHE_OBJ_DIR, &st,
+			     AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode)) {
+			cache_link_err(err, errlen, c->dir, CACHE_OBJ_DIR);
+			return -ELOOP;
+		}
 	}
 	return 0;
 }

@@ -720,7 +720,7 @@ static int write_tmp(struct cache_nodes *t, uint64_t reserved,
 	if (!buf)
 		return -ENOMEM;
 	fd = openat(t->dirfd, NODES_TMP,
-		    O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		    O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		goto out_free;
@@ -877,13 +877,22 @@ static int read_header(struct cache_nodes *t, char *err, size_t errlen)
 }
 
 /* Open nodes.log, creating an empty table when writable and missing. */
-static int open_file(struct cache_nodes *t, char *err, size_t errlen)
+static int open_file(struct cache_nodes *t, const char *dir, char *err,
+		     size_t errlen)
 {
 	int ret;
 
+	/* No link inside the cache directory is followed. */
 	t->fd = openat(t->dirfd, CACHE_NODES_FILE,
-		       (t->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+		       (t->readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
+		       O_CLOEXEC);
 	if (t->fd >= 0 || errno != ENOENT || t->readonly) {
+		if (t->fd < 0 && errno == ELOOP) {
+			seterr(err, errlen, "cache_dir %s: %s is a symbolic "
+			       "link; cachegw follows no links inside its "
+			       "cache_dir: remove it", dir, CACHE_NODES_FILE);
+			return -ELOOP;
+		}
 		if (t->fd < 0) {
 			ret = -errno;
 			seterr(err, errlen, "%s: open: %s", CACHE_NODES_FILE,
@@ -954,7 +963,7 @@ int cache_nodes_open(const char *cache_dir, bool readonly,
 	if (!readonly)
 		unlinkat(t->dirfd, NODES_TMP, 0);
 	/* 3. The file and its header. */
-	ret = open_file(t, err, errlen);
+	ret = open_file(t, cache_dir, err, errlen);
 	if (ret)
 		goto out_close;
 	ret = read_header(t, err, errlen);

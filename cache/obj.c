@@ -381,7 +381,9 @@ static int obj_open_locked(struct cache_obj *o, const void *key, size_t keylen,
 			   bool create)
 {
 	struct cache *c = o->c;
-	int flags = O_CLOEXEC | (cache_writable(c) ? O_RDWR : O_RDONLY);
+	/* Nothing inside the cache directory is reached through a link. */
+	int flags = O_CLOEXEC | O_NOFOLLOW |
+		    (cache_writable(c) ? O_RDWR : O_RDONLY);
 	char path[64];
 	struct stat st;
 	int ret;

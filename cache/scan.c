@@ -38,7 +38,8 @@ static int walk_disk(struct cache *c, int (*fn)(struct cache *c,
 						const char *name, void *arg),
 		     void *arg)
 {
-	int ofd = openat(c->dirfd, CACHE_OBJ_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ofd = openat(c->dirfd, CACHE_OBJ_DIR,
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *od = ofd >= 0 ? fdopendir(ofd) : NULL;
 	struct dirent *de;
 	int ret = 0;
@@ -55,7 +56,8 @@ static int walk_disk(struct cache *c, int (*fn)(struct cache *c,
 
 		if (de->d_name[0] == '.' || strlen(de->d_name) != 2)
 			continue;
-		sfd = openat(ofd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		sfd = openat(ofd, de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		sd = sfd >= 0 ? fdopendir(sfd) : NULL;
 		if (!sd) {
 			if (sfd >= 0)
@@ -117,7 +119,7 @@ static int scan_one(struct cache *c, const char *name, void *arg)
 	alloc = blocks_at(c->dirfd, path);
 	cache_obj_path(c, name, true, path, sizeof(path));
 	alloc += blocks_at(c->dirfd, path);
-	fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC);
+	fd = openat(c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		if (pread(fd, &last_use, 8, META_LAST_USE_OFF) != 8)
 			last_use = 0;

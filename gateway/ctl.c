@@ -299,6 +299,30 @@ static void serve_client(struct gw *gw, int fd)
 	fclose(out);
 }
 
+int gw_accept_failed(const char *what, int err, uint64_t *last_log,
+		     uint64_t *count)
+{
+	uint64_t now, last, n;
+
+	if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+	    err == ECONNABORTED)
+		return 0;
+	n = __atomic_add_fetch(count, 1, __ATOMIC_RELAXED);
+	now = gw_now_ns();
+	last = __atomic_load_n(last_log, __ATOMIC_RELAXED);
+	/* One thread of the endpoint's wins the line. */
+	if ((!last || now - last >= (uint64_t)GW_ACCEPT_LOG_S * 1000000000) &&
+	    __atomic_compare_exchange_n(last_log, &last, now, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_store_n(count, 0, __ATOMIC_RELAXED);
+		gw_log("%s: accept: %s (%llu times since the last such line); "
+		       "clients wait, retrying every %d ms",
+		       what, strerror(err), (unsigned long long)n,
+		       GW_ACCEPT_PAUSE_MS);
+	}
+	return GW_ACCEPT_PAUSE_MS;
+}
+
 static void *ctl_thread(void *arg)
 {
 	struct gw_ctl_thread *t = arg;
@@ -336,8 +360,23 @@ static void *ctl_thread(void *arg)
 		if (p[1].revents)
 			break;
 		fd = accept4(gw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;	/* another thread took it (EAGAIN) */
+		if (fd < 0) {
+			/* EAGAIN: another thread took it. Out of fds: the
+			 * client stays pending and poll() would wake at once;
+			 * pause (the stop pipe still heard). */
+			int ms = gw_accept_failed("control socket", errno,
+						  &gw->ctl_accept_log,
+						  &gw->ctl_accept_errs);
+
+			if (ms) {
+				struct pollfd s = { .fd = gw->ctl_stop[0],
+						    .events = POLLIN };
+
+				if (poll(&s, 1, ms) > 0)
+					break;
+			}
+			continue;
+		}
 		serve_client(gw, fd);
 		close(fd);
 	}

@@ -513,6 +513,16 @@ bool gw_silly_has(struct gw_inode *ino);
 /* ---- ctl.c ---- */
 int gw_ctl_start(struct gw *gw, const char *dir);
 void gw_ctl_stop(struct gw *gw);
+/* accept4() on a listening socket failed with err. For the errors that
+ * leave the connection pending (EMFILE, ENFILE, ENOMEM, ...: poll() would
+ * wake again at once), log at most once per GW_ACCEPT_LOG_S per endpoint
+ * (*last_log, *count: that endpoint's state, shared by its threads) and
+ * return the milliseconds to wait before the next accept; 0 for the
+ * harmless ones (EAGAIN: another thread took it, ECONNABORTED, EINTR). */
+#define GW_ACCEPT_PAUSE_MS 100
+#define GW_ACCEPT_LOG_S 10
+int gw_accept_failed(const char *what, int err, uint64_t *last_log,
+		     uint64_t *count);
 /* Every metric, as `stats` (prometheus false) or in the Prometheus text
  * exposition format (with the histograms): for both endpoints. */
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
@@ -572,6 +582,9 @@ struct gw {
 	} ctl_threads[GW_CTL_THREADS];
 	unsigned ctl_nthreads;		/* started */
 	char *ctl_path;
+	/* accept4() failures of the ctl threads, for gw_accept_failed's
+	 * rate-limited log line: atomic */
+	uint64_t ctl_accept_log, ctl_accept_errs;
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */
 	/* fill thread (fill.c) */

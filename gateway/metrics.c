@@ -4,12 +4,14 @@
  * does (gw_metrics_print); any other path is 404, any other method 405.
  * An HTTP/1.0-style responder: one request per connection, the reply
  * carries Content-Length and Connection: close, and the connection is
- * closed after it. One thread serves clients one after another, as
- * scrapers are few and a scrape is a few KiB; every socket is
- * non-blocking and each client gets GW_METRICS_DEADLINE_MS in all, so a
- * client that stalls delays the next scrape at most that long and never
- * touches the gateway's other threads. A request head longer than
- * GW_METRICS_REQ_MAX is refused (431).
+ * closed after it. One thread serves up to GW_METRICS_CONNS clients at
+ * once with poll(): every socket is non-blocking, each client has
+ * GW_METRICS_DEADLINE_MS in all (request and reply) and is closed then,
+ * and when all slots are taken a new client takes the oldest one's. So
+ * idle or slow clients cannot keep a scrape from being answered, and
+ * never touch the gateway's other threads. A request head longer than
+ * GW_METRICS_REQ_MAX is refused (431). Out of file descriptors, accept
+ * pauses (gw_accept_failed) instead of spinning.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,191 +27,209 @@
 #include "gw_i.h"
 
 #define GW_METRICS_REQ_MAX 4096
-#define GW_METRICS_DEADLINE_MS 2000
+#define GW_METRICS_DEADLINE_MS 10000
+#define GW_METRICS_CONNS 32
 
-/* Milliseconds left until deadline (gw_now_ns), 0 if past. */
-static int ms_left(uint64_t deadline)
-{
-	uint64_t now = gw_now_ns();
-
-	return now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
-}
-
-/* Wait for fd to be ready for events, or the stop pipe, or the deadline:
- * 0 when ready, -ETIMEDOUT, -ECANCELED (stopping). */
-static int wait_fd(struct gw *gw, int fd, short events, uint64_t deadline)
-{
-	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = fd, .events = events },
-			{ .fd = gw->metrics_stop[0], .events = POLLIN },
-		};
-		int ms = ms_left(deadline), n;
-
-		if (!ms)
-			return -ETIMEDOUT;
-		n = poll(p, 2, ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (p[1].revents)
-			return -ECANCELED;
-		if (p[0].revents)
-			return 0;
-	}
-}
-
-static int send_all(struct gw *gw, int fd, const char *buf, size_t len,
-		    uint64_t deadline)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-		int ret;
-
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		ret = wait_fd(gw, fd, POLLOUT, deadline);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Read the request head (up to the empty line) into buf. 0, -EMSGSIZE
- * (too long), or the error that ends the connection. */
-static int read_head(struct gw *gw, int fd, char *buf, size_t size,
-		     uint64_t deadline)
-{
-	size_t got = 0;
-
-	for (;;) {
-		ssize_t n = recv(fd, buf + got, size - 1 - got, 0);
-		int ret;
-
-		if (n > 0) {
-			got += (size_t)n;
-			buf[got] = 0;
-			if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-				return 0;
-			if (got == size - 1)
-				return -EMSGSIZE;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;	/* closed before a full head */
-		if (errno != EAGAIN && errno != EINTR)
-			return -errno;
-		ret = wait_fd(gw, fd, POLLIN, deadline);
-		if (ret)
-			return ret;
-	}
-}
+struct mconn {
+	int fd;			/* -1: a free slot */
+	uint64_t deadline;	/* gw_now_ns() */
+	uint64_t seq;		/* accept order: the oldest goes first */
+	size_t got;		/* bytes of request head in req */
+	char *out;		/* the whole reply; NULL while reading */
+	size_t out_len, out_off;
+	char req[GW_METRICS_REQ_MAX];
+};
 
 #define GW_PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Send a whole reply: head, then (unless HEAD) len bytes of body. */
-static int reply(struct gw *gw, int fd, const char *status,
-		 const char *extra, const char *type, const char *body,
-		 size_t len, bool head, uint64_t deadline)
+/* The whole reply (head, then unless HEAD the body) into c->out. */
+static void reply(struct mconn *c, const char *status, const char *extra,
+		  const char *type, const char *body, size_t len, bool head)
 {
-	char hdr[512];
-	int n, ret;
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f = open_memstream(&out, &outlen);
 
-	n = snprintf(hdr, sizeof(hdr),
-		     "HTTP/1.0 %s\r\n"
-		     "Content-Type: %s\r\n"
-		     "Content-Length: %zu\r\n"
-		     "%s"
-		     "Connection: close\r\n\r\n", status, type, len,
-		     extra ? extra : "");
-	ret = send_all(gw, fd, hdr, (size_t)n, deadline);
-	if (!ret && !head && len)
-		ret = send_all(gw, fd, body, len, deadline);
-	return ret;
+	if (!f)
+		return;
+	fprintf(f, "HTTP/1.0 %s\r\n"
+		"Content-Type: %s\r\n"
+		"Content-Length: %zu\r\n"
+		"%s"
+		"Connection: close\r\n\r\n", status, type, len,
+		extra ? extra : "");
+	if (!head && len)
+		fwrite(body, 1, len, f);
+	if (fclose(f) != 0) {
+		free(out);
+		return;
+	}
+	c->out = out;
+	c->out_len = outlen;
+	c->out_off = 0;
 }
 
 /* An error reply with its status line as the body. */
-static void reply_err(struct gw *gw, int fd, const char *status,
-		      const char *extra, bool head, uint64_t deadline)
+static void reply_err(struct mconn *c, const char *status, const char *extra,
+		      bool head)
 {
 	char body[128];
 	int n = snprintf(body, sizeof(body), "%s (try GET /metrics)\n",
 			 status);
 
-	reply(gw, fd, status, extra, "text/plain; charset=utf-8", body,
-	      (size_t)n, head, deadline);
+	reply(c, status, extra, "text/plain; charset=utf-8", body, (size_t)n,
+	      head);
 }
 
-static void serve_client(struct gw *gw, int fd)
+/* The request head in c->req is whole: make the reply. */
+static void answer(struct gw *gw, struct mconn *c)
 {
-	uint64_t deadline = gw_now_ns() +
-			    (uint64_t)GW_METRICS_DEADLINE_MS * 1000000;
-	char req[GW_METRICS_REQ_MAX], *method, *target, *save;
-	char *body = NULL;
+	char *method, *target, *save, *body = NULL;
 	size_t len = 0;
 	bool head;
 	FILE *out;
-	int ret;
 
-	ret = read_head(gw, fd, req, sizeof(req), deadline);
-	if (ret == -EMSGSIZE) {
-		reply_err(gw, fd, "431 Request Header Fields Too Large", NULL,
-			  false, deadline);
-		return;
-	}
-	if (ret)
-		return;		/* timed out, closed, or stopping */
-	method = strtok_r(req, " \t\r\n", &save);
+	method = strtok_r(c->req, " \t\r\n", &save);
 	target = method ? strtok_r(NULL, " \t\r\n", &save) : NULL;
 	if (!target) {
-		reply_err(gw, fd, "400 Bad Request", NULL, false, deadline);
+		reply_err(c, "400 Bad Request", NULL, false);
 		return;
 	}
 	head = !strcmp(method, "HEAD");
 	if (!head && strcmp(method, "GET")) {
-		reply_err(gw, fd, "405 Method Not Allowed",
-			  "Allow: GET, HEAD\r\n", false, deadline);
+		reply_err(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
+			  false);
 		return;
 	}
 	/* A query string is ignored, as by other exporters. */
 	target[strcspn(target, "?")] = 0;
 	if (strcmp(target, "/metrics")) {
-		reply_err(gw, fd, "404 Not Found", NULL, head, deadline);
+		reply_err(c, "404 Not Found", NULL, head);
 		return;
 	}
 	out = open_memstream(&body, &len);
 	if (!out) {
-		reply_err(gw, fd, "500 Internal Server Error", NULL, head,
-			  deadline);
+		reply_err(c, "500 Internal Server Error", NULL, head);
 		return;
 	}
 	gw_metrics_print(gw, out, true);
 	if (fclose(out) != 0)
-		reply_err(gw, fd, "500 Internal Server Error", NULL, head,
-			  deadline);
+		reply_err(c, "500 Internal Server Error", NULL, head);
 	else
-		reply(gw, fd, "200 OK", NULL, GW_PROM_TYPE, body, len, head,
-		      deadline);
+		reply(c, "200 OK", NULL, GW_PROM_TYPE, body, len, head);
 	free(body);
+}
+
+static void conn_close(struct mconn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	free(c->out);
+	c->out = NULL;
+}
+
+/* Read what the client sent, answer once the head is whole, send what
+ * the socket takes. Returns false when the connection is done (closed
+ * by the caller). */
+static bool conn_step(struct gw *gw, struct mconn *c)
+{
+	while (!c->out) {
+		ssize_t n = recv(c->fd, c->req + c->got,
+				 sizeof(c->req) - 1 - c->got, 0);
+
+		if (n == 0)
+			return false;	/* closed before a whole head */
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->got += (size_t)n;
+		c->req[c->got] = 0;
+		if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
+			answer(gw, c);
+		else if (c->got == sizeof(c->req) - 1)
+			reply_err(c, "431 Request Header Fields Too Large",
+				  NULL, false);
+		else
+			continue;
+		if (!c->out)
+			return false;	/* out of memory: nothing to say */
+	}
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off,
+				 c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->out_off += (size_t)n;
+	}
+	return false;		/* all sent */
+}
+
+/* A slot for a new client: a free one, else the oldest client's. */
+static struct mconn *conn_slot(struct mconn *cs)
+{
+	struct mconn *old = &cs[0];
+
+	for (unsigned i = 0; i < GW_METRICS_CONNS; i++) {
+		if (cs[i].fd < 0)
+			return &cs[i];
+		if (cs[i].seq < old->seq)
+			old = &cs[i];
+	}
+	conn_close(old);
+	return old;
 }
 
 static void *metrics_thread(void *arg)
 {
 	struct gw *gw = arg;
+	struct mconn *cs = calloc(GW_METRICS_CONNS, sizeof(*cs));
+	struct pollfd p[GW_METRICS_CONNS + 2];
+	struct mconn *pc[GW_METRICS_CONNS];
+	uint64_t seq = 0, pause_until = 0, accept_log = 0, accept_errs = 0;
 
+	if (!cs) {
+		gw_log("metrics: out of memory; endpoint stopped");
+		return NULL;
+	}
+	for (unsigned i = 0; i < GW_METRICS_CONNS; i++)
+		cs[i].fd = -1;
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = gw->metrics_fd, .events = POLLIN },
-			{ .fd = gw->metrics_stop[0], .events = POLLIN },
-		};
-		int fd, n = poll(p, 2, -1);
+		uint64_t now = gw_now_ns(), next = UINT64_MAX;
+		unsigned np = 0, stop_i;
+		int n, ms, listen_i;
 
+		/* Clients past their deadline are closed. */
+		for (unsigned i = 0; i < GW_METRICS_CONNS; i++) {
+			struct mconn *c = &cs[i];
+
+			if (c->fd < 0)
+				continue;
+			if (now >= c->deadline) {
+				conn_close(c);
+				continue;
+			}
+			if (c->deadline < next)
+				next = c->deadline;
+			pc[np] = c;
+			p[np++] = (struct pollfd){ .fd = c->fd,
+				.events = c->out ? POLLOUT : POLLIN };
+		}
+		stop_i = np;
+		p[np++] = (struct pollfd){ .fd = gw->metrics_stop[0],
+					   .events = POLLIN };
+		/* While accept pauses (out of fds), the pending client would
+		 * wake poll() at once: the listening socket waits. */
+		listen_i = -1;
+		if (now >= pause_until) {
+			listen_i = (int)np;
+			p[np++] = (struct pollfd){ .fd = gw->metrics_fd,
+						   .events = POLLIN };
+		} else if (pause_until < next) {
+			next = pause_until;
+		}
+		ms = next == UINT64_MAX ? -1 :
+		     (int)((next - now) / 1000000 + 1);
+		n = poll(p, np, ms);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -217,15 +237,42 @@ static void *metrics_thread(void *arg)
 			       strerror(errno));
 			break;
 		}
-		if (p[1].revents)
+		/* The stop pipe is never read. */
+		if (p[stop_i].revents)
 			break;
-		fd = accept4(gw->metrics_fd, NULL, NULL,
-			     SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			continue;	/* gone already, or out of fds: next */
-		serve_client(gw, fd);
-		close(fd);
+		for (unsigned i = 0; i < stop_i; i++)
+			if (p[i].revents && !conn_step(gw, pc[i]))
+				conn_close(pc[i]);
+		if (listen_i >= 0 && p[listen_i].revents) {
+			struct mconn *c;
+			int fd = accept4(gw->metrics_fd, NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (fd < 0) {
+				int pause = gw_accept_failed("metrics", errno,
+							     &accept_log,
+							     &accept_errs);
+
+				if (pause)
+					pause_until = gw_now_ns() +
+						(uint64_t)pause * 1000000;
+				continue;
+			}
+			c = conn_slot(cs);
+			c->fd = fd;
+			c->seq = seq++;
+			c->got = 0;
+			c->deadline = gw_now_ns() +
+				(uint64_t)GW_METRICS_DEADLINE_MS * 1000000;
+			/* The request is usually there already. */
+			if (!conn_step(gw, c))
+				conn_close(c);
+		}
 	}
+	for (unsigned i = 0; i < GW_METRICS_CONNS; i++)
+		if (cs[i].fd >= 0)
+			conn_close(&cs[i]);
+	free(cs);
 	return NULL;
 }
 

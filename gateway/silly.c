@@ -111,6 +111,25 @@ static int sync_parent(const char *path)
 	return ret;
 }
 
+/* fopen() that follows no link (the file is in the cache directory,
+ * where nothing is reached through one), close-on-exec, mode 0600. */
+static FILE *fopen_nofollow(const char *path, int flags, const char *mode)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, mode);
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 /* Write the list to the file, durably. t->lock held. */
 static int tab_save_locked(struct gw_silly_tab *t)
 {
@@ -127,7 +146,7 @@ static int tab_save_locked(struct gw_silly_tab *t)
 		return 0;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", t->path);
-	f = fopen(tmp, "we");
+	f = fopen_nofollow(tmp, O_WRONLY | O_CREAT | O_TRUNC, "w");
 	if (!f)
 		return -errno;
 	fprintf(f, "%s\n", SILLY_MAGIC);
@@ -239,10 +258,14 @@ bad:
 static void load(struct gw_silly_tab *t)
 {
 	char line[512];
-	FILE *f = fopen(t->path, "re");
+	FILE *f = fopen_nofollow(t->path, O_RDONLY, "r");
 
-	if (!f)
+	if (!f) {
+		if (errno == ELOOP)
+			gw_log("silly-rename: %s is a symbolic link: not "
+			       "followed, ignored", t->path);
 		return;
+	}
 	if (!fgets(line, sizeof(line), f) ||
 	    strncmp(line, SILLY_MAGIC "\n", sizeof(line))) {
 		gw_log("silly-rename: %s is not ours; ignored", t->path);

@@ -7,7 +7,12 @@
  *    files, and ask the gateway for each what its cache holds (`cached`).
  * 3. --dry-run: list what is missing. Else N threads read every file that
  *    is not complete, through the mount, start to end; a progress line on
- *    a terminal, one line per file otherwise.
+ *    a terminal, one line per file otherwise. Run as root over a tree
+ *    users write, the tool trusts nothing it walked: a file may have been
+ *    replaced meanwhile by a symlink, a FIFO or a directory, or a
+ *    directory on its path by a symlink (open_below); such a file is
+ *    skipped with a line saying what it became, never followed, waited
+ *    on or read.
  * 4. Wait for the gateway's fills (`drain`) and ask again: the difference
  *    is what this run made cached.
  * The tool reads only through the mount and asks only through the control
@@ -40,12 +45,15 @@ struct wfile {
 	bool complete;		/* every block present before */
 	bool failed;		/* could not be asked about or read */
 	bool read;		/* read by this run */
+	bool skipped;		/* not a regular file any more: not read */
 };
 
 struct warm {
 	const char *dir;
 	char *mnt;		/* the gateway's mountpoint */
 	size_t mntlen;
+	int mntfd;		/* its root directory, opened once */
+	dev_t mntdev;		/* its st_dev: the only filesystem read */
 	struct wfile *f;
 	size_t n, cap;
 	bool tty;
@@ -55,6 +63,7 @@ struct warm {
 	uint64_t bytes_done;		/* bytes read */
 	size_t files_done;		/* files finished (read or failed) */
 	size_t failed;
+	size_t skipped;
 	size_t readers_left;
 };
 
@@ -153,16 +162,127 @@ static int ask_cached(struct warm *w, struct wfile *f, uint64_t *cached,
 	return 0;
 }
 
-/* Read f start to end through the mount; 0 or -errno. *got: bytes read. */
-static int read_file(struct warm *w, struct wfile *f, char *buf,
-		     uint64_t *got)
+static const char *type_name(mode_t m)
 {
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC), ret = 0;
+	if (S_ISLNK(m))
+		return "now a symbolic link (not followed)";
+	if (S_ISFIFO(m))
+		return "now a fifo";
+	if (S_ISDIR(m))
+		return "now a directory";
+	if (S_ISCHR(m))
+		return "now a character device";
+	if (S_ISBLK(m))
+		return "now a block device";
+	if (S_ISSOCK(m))
+		return "now a socket";
+	return "no longer a regular file";
+}
+
+/* Open rel (below the mount) for reading without trusting the tree:
+ * each directory on the way is opened relative to the one before with
+ * O_DIRECTORY | O_NOFOLLOW (a component swapped for a link fails with
+ * ELOOP, for anything else with ENOTDIR, and nothing is opened); the last
+ * component with O_PATH | O_NOFOLLOW, which opens nothing, not even a
+ * link, a FIFO or a device; only if fstat says it is a regular file on
+ * the mount's filesystem is it opened for reading, through that very
+ * descriptor (/proc/self/fd), so what is read is what was checked.
+ * Returns the fd; -1 with *why set when f is to be skipped; or -errno. */
+static int open_below(struct warm *w, const char *rel, const char **why)
+{
+	char *copy = strdup(rel), *comp, *next, proc[64];
+	int dfd = w->mntfd, fd = -1, ret;
+	struct stat st, st2;
+
+	*why = NULL;
+	if (!copy)
+		return -ENOMEM;
+	for (comp = copy; (next = strchr(comp, '/')); comp = next + 1) {
+		int nfd;
+
+		*next = 0;
+		if (!*comp)
+			continue;
+		nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			     O_CLOEXEC);
+		if (nfd < 0) {
+			ret = -errno;
+			/* O_DIRECTORY | O_NOFOLLOW on a link: ENOTDIR. */
+			if ((ret == -ELOOP || ret == -ENOTDIR) &&
+			    !fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW))
+				*why = S_ISLNK(st.st_mode) ?
+				       "a directory on its path is now a "
+				       "symbolic link (not followed)" :
+				       "a directory on its path is no longer "
+				       "a directory";
+			goto out;
+		}
+		if (dfd != w->mntfd)
+			close(dfd);
+		dfd = nfd;
+		if (fstat(dfd, &st) < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (st.st_dev != w->mntdev) {
+			*why = "a directory on its path is on another "
+			       "filesystem now";
+			ret = -EXDEV;
+			goto out;
+		}
+	}
+	fd = openat(dfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = type_name(st.st_mode);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (st.st_dev != w->mntdev) {
+		*why = "now on another filesystem";
+		ret = -EXDEV;
+		goto out;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ret = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (ret < 0) {
+		ret = -errno;
+		goto out;
+	}
+	/* The same file, still (paranoia: it cannot be another). */
+	if (fstat(ret, &st2) < 0 || st2.st_dev != st.st_dev ||
+	    st2.st_ino != st.st_ino || !S_ISREG(st2.st_mode)) {
+		close(ret);
+		*why = "changed while it was opened";
+		ret = -ESTALE;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dfd != w->mntfd)
+		close(dfd);
+	free(copy);
+	if (ret < 0 && *why)
+		return -1;
+	return ret;
+}
+
+/* Read f start to end through the mount; 0, 1 (skipped: *why says why)
+ * or -errno. *got: bytes read. */
+static int read_file(struct warm *w, struct wfile *f, char *buf,
+		     uint64_t *got, const char **why)
+{
+	int fd = open_below(w, f->rel, why), ret = 0;
 	ssize_t n;
 
 	*got = 0;
+	if (fd == -1 && *why)
+		return 1;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* Pages the kernel already holds would be served without asking
 	 * the gateway, and never reach its cache. */
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -190,6 +310,7 @@ static void *reader(void *arg)
 		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
 		struct wfile *f;
 		uint64_t got = 0;
+		const char *why = NULL;
 		int ret;
 
 		if (i >= w->n)
@@ -197,9 +318,15 @@ static void *reader(void *arg)
 		f = &w->f[i];
 		if (f->failed || f->complete)
 			continue;
-		ret = buf ? read_file(w, f, buf, &got) : -ENOMEM;
+		ret = buf ? read_file(w, f, buf, &got, &why) : -ENOMEM;
 		pthread_mutex_lock(&w->out_lock);
-		if (ret) {
+		if (ret == 1) {
+			/* Swapped since the walk: not an error of ours. */
+			f->skipped = true;
+			__atomic_fetch_add(&w->skipped, 1, __ATOMIC_RELAXED);
+			fprintf(stderr, "%s%s: %s: skipped: %s\n",
+				w->tty ? "\r\033[K" : "", prog, f->path, why);
+		} else if (ret) {
 			f->failed = true;
 			__atomic_fetch_add(&w->failed, 1, __ATOMIC_RELAXED);
 			fprintf(stderr, "%s%s: %s: %s\n", w->tty ? "\r\033[K" : "",
@@ -255,7 +382,7 @@ static int warm_read(struct warm *w, unsigned jobs, size_t files,
 	uint64_t made = 0, read_bytes;
 	size_t partial = 0, skipped = 0;
 	double t0 = now_s(), el;
-	char *reply;
+	char *reply, nskip[32] = "";
 	int ret;
 
 	w->readers_left = jobs;
@@ -310,10 +437,12 @@ static int warm_read(struct warm *w, unsigned jobs, size_t files,
 		if (!complete)
 			partial++;
 	}
-	printf("warmed %zu files (%zu already cached, %zu failed): %" PRIu64
+	if (w->skipped)
+		snprintf(nskip, sizeof(nskip), ", %zu skipped", w->skipped);
+	printf("warmed %zu files (%zu already cached, %zu failed%s): %" PRIu64
 	       " bytes read, %" PRIu64 " bytes made cached, %.1f s, %.1f MB/s\n",
-	       files, skipped, w->failed, read_bytes, made, el,
-	       el > 0 ? (double)read_bytes / el / 1e6 : 0.0);
+	       files - w->skipped, skipped, w->failed, nskip, read_bytes,
+	       made, el, el > 0 ? (double)read_bytes / el / 1e6 : 0.0);
 	if (partial)
 		printf("%zu files are still not fully cached (cache full, "
 		       "below bstop, or changed meanwhile)\n", partial);
@@ -336,7 +465,8 @@ int cmd_warm(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct warm w = { .out_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct warm w = { .out_lock = PTHREAD_MUTEX_INITIALIZER, .mntfd = -1 };
+	struct stat st;
 	bool dry = false;
 	unsigned jobs = 4;
 	size_t files = 0, k;
@@ -381,6 +511,13 @@ int cmd_warm(int argc, char **argv)
 	}
 	w.mnt = reply;
 	w.mntlen = strlen(w.mnt);
+	w.mntfd = open(w.mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.mntfd < 0 || fstat(w.mntfd, &st) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, w.mnt, strerror(errno));
+		ret = 1;
+		goto out;
+	}
+	w.mntdev = st.st_dev;
 	walk_w = &w;
 	/* 2. the files, and what the cache holds of each */
 	for (i = optind; i < argc; i++) {
@@ -439,6 +576,8 @@ int cmd_warm(int argc, char **argv)
 		setvbuf(stdout, NULL, _IOLBF, 0);
 	ret = warm_read(&w, jobs, files, total);
 out:
+	if (w.mntfd >= 0)
+		close(w.mntfd);
 	for (k = 0; k < w.n; k++)
 		free(w.f[k].path);
 	free(w.f);
