@@ -114,7 +114,8 @@ int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
 }
 
 int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
-		     const struct nfsc_fh *dir, struct nfsc_dirlist *list)
+		     const struct nfsc_fh *dir, struct nfsc_dirlist *list,
+		     size_t max)
 {
 	uint64_t cookie = 0;
 	uint8_t verf[8] = { 0 };
@@ -123,9 +124,10 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 	int conn = -1;
 
 	memset(list, 0, sizeof(*list));
+	list->max = max;
 	while (!eof && !ret) {
 		struct waiter w;
-		size_t before = list->n;
+		size_t before = list->n + list->skipped;
 
 		waiter_init(&w);
 		waiter_add(&w);
@@ -135,11 +137,15 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 							 &w));
 		ret = waiter_wait(&w);
 		/* A round with no entries and no eof would loop forever. */
-		if (!ret && !eof && list->n == before)
+		if (!ret && !eof && list->n + list->skipped == before)
 			ret = -EIO;
 	}
-	if (ret)
+	if (ret) {
+		size_t skipped = list->skipped;
+
 		nfsc_dirlist_free(list);
+		list->skipped = skipped;
+	}
 	return ret;
 }
 
