@@ -12,6 +12,9 @@ would send them. Calls pass unchanged; so does every reply not chosen.
   --fsinfo N      FSINFO: rtmax, rtpref, wtmax, wtpref and dtpref become N.
   --size ID=SIZE  any fattr3 of file id ID (the origin's inode number)
                   says size SIZE (repeatable).
+  --size-file F   as --size, one ID=SIZE a line, read from F whenever F
+                  changes (absent or empty: none), so a test can start
+                  lying about a file the client already knows.
   --count-file F  F holds "PROC count" lines of the calls forwarded,
                   rewritten after each reply.
 Prints "ready" once listening.
@@ -100,9 +103,27 @@ def rewrite_fsinfo(rec, off, n):
     return bytes(b)
 
 
-def rewrite_sizes(rec, off):
+size_file_state = [None, []]  # (mtime_ns, size) of F, its pairs
+
+
+def sizes():
+    if not args.size_file:
+        return args.size
+    try:
+        st = os.stat(args.size_file)
+        key = (st.st_mtime_ns, st.st_size)
+        if key != size_file_state[0]:
+            with open(args.size_file) as f:
+                pairs = [size_arg(x) for x in f.read().split()]
+            size_file_state[:] = [key, pairs]
+    except (OSError, ValueError):
+        size_file_state[:] = [None, []]
+    return args.size + size_file_state[1]
+
+
+def rewrite_sizes(rec, off, pairs):
     b = None
-    for fid, size in args.size:
+    for fid, size in pairs:
         key = struct.pack(">Q", fid)
         i = rec.find(key, off + 52)
         while i >= 0:
@@ -125,8 +146,9 @@ def rewrite(proc, rec):
         rec = rewrite_readlink(rec, off)
     elif args.fsinfo is not None and proc == 19:
         rec = rewrite_fsinfo(rec, off, args.fsinfo)
-    if args.size:
-        rec = rewrite_sizes(rec, off)
+    pairs = sizes()
+    if pairs:
+        rec = rewrite_sizes(rec, off, pairs)
     return rec
 
 
@@ -193,6 +215,7 @@ def main():
     p.add_argument("--readlink", action="store_true")
     p.add_argument("--fsinfo", type=int)
     p.add_argument("--size", type=size_arg, action="append", default=[])
+    p.add_argument("--size-file")
     p.add_argument("--count-file")
     args = p.parse_args()
     ls = socket.socket()
