@@ -141,10 +141,12 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 			ret = -EIO;
 	}
 	if (ret) {
-		size_t skipped = list->skipped;
+		struct nfsc_dirlist keep = *list;	/* what was skipped */
 
 		nfsc_dirlist_free(list);
-		list->skipped = skipped;
+		list->skipped = keep.skipped;
+		memcpy(list->skipped_first, keep.skipped_first,
+		       sizeof(list->skipped_first));
 	}
 	return ret;
 }
