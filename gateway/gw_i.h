@@ -94,6 +94,7 @@ struct gw_opts {
 	unsigned brun, bcull, bstop;	/* percent */
 	uint64_t readahead;		/* bytes, max readahead window */
 	unsigned max_threads;		/* FUSE worker threads */
+	unsigned dir_max_entries;	/* entries of one listing, more: EFBIG */
 	uint64_t write_window;		/* bytes of WRITE in flight */
 	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
 					 * (0: the global dirty limits) */

@@ -319,7 +319,7 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_find(gw, nodeid);
-	char target[4097];
+	char target[4096];	/* PATH_MAX: a longer target is ENAMETOOLONG */
 	struct nfsc_cred cr;
 	int ret;
 
@@ -335,22 +335,162 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 		fuse_reply_readlink(req, target);
 }
 
-/* ---- directories ---- */
+/* ---- directories ----
+ *
+ * A listing is a snapshot of the whole directory, read at open: offsets are
+ * indexes into it, so a reader that seeks back sees the same names in the
+ * same order. Concurrent opens of the same directory version by the same
+ * credentials share one snapshot (refcounted, gone with its last open):
+ * memory is bounded by the distinct listings in use, each by
+ * dir_max_entries, not by the number of opens. */
+
+struct gw_dirsnap {
+	struct gw_dirsnap *next;	/* snap_lock */
+	uint64_t nodeid;
+	struct nfsc_cred cr;		/* read with these credentials */
+	struct nfsc_attr ver;		/* the directory's, before the read */
+	unsigned refs;			/* snap_lock */
+	bool loading;			/* snap_lock; waiters on snap_cond */
+	int err;			/* of the load */
+	struct nfsc_dirlist list;	/* read-only once loaded */
+};
+
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t snap_cond = PTHREAD_COND_INITIALIZER;
+static struct gw_dirsnap *snaps;	/* snap_lock */
 
 struct gw_dir {
 	struct gw_handle h;		/* first: fi->fh points at both */
-	struct nfsc_dirlist list;	/* the whole directory, read at open */
+	struct gw_dirsnap *snap;
 };
 
-static void dir_free(struct gw *gw, struct gw_handle *h)
+static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
 {
-	struct gw_dir *d = (struct gw_dir *)h;
-
-	(void)gw;
-	nfsc_dirlist_free(&d->list);
-	free(d);
+	return a->uid == b->uid && a->gid == b->gid &&
+	       a->ngroups == b->ngroups &&
+	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(a->groups[0]));
 }
 
+static bool same_dir_version(const struct nfsc_attr *a,
+			     const struct nfsc_attr *b)
+{
+	return a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* Drop a reference, snap_lock held; true when it was the last (sn is off
+ * the list then, for the caller to free). */
+static bool snap_unref_locked(struct gw_dirsnap *sn)
+{
+	struct gw_dirsnap **pp;
+
+	if (--sn->refs)
+		return false;
+	for (pp = &snaps; *pp; pp = &(*pp)->next)
+		if (*pp == sn) {
+			*pp = sn->next;
+			break;
+		}
+	return true;
+}
+
+static void snap_free(struct gw_dirsnap *sn)
+{
+	nfsc_dirlist_free(&sn->list);
+	free(sn);
+}
+
+static void snap_put(struct gw_dirsnap *sn)
+{
+	bool last;
+
+	pthread_mutex_lock(&snap_lock);
+	last = snap_unref_locked(sn);
+	pthread_mutex_unlock(&snap_lock);
+	if (last)
+		snap_free(sn);
+}
+
+/* A snapshot of ino's directory as of ver, read with cr: a shared one if
+ * there is one (or one being read, which is waited for), else a new one. */
+static int snap_get(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		    struct gw_dirsnap **out)
+{
+	struct gw_dirsnap *sn;
+	int ret;
+
+	pthread_mutex_lock(&snap_lock);
+again:
+	for (sn = snaps; sn; sn = sn->next) {
+		bool same;
+
+		if (sn->nodeid != ino->nodeid || sn->err ||
+		    !same_cred(&sn->cr, cr))
+			continue;
+		sn->refs++;
+		while (sn->loading)
+			pthread_cond_wait(&snap_cond, &snap_lock);
+		same = same_dir_version(&sn->ver, ver);
+		ret = sn->err;
+		if (same && !ret) {
+			pthread_mutex_unlock(&snap_lock);
+			*out = sn;
+			return 0;
+		}
+		if (snap_unref_locked(sn)) {
+			pthread_mutex_unlock(&snap_lock);
+			snap_free(sn);
+			pthread_mutex_lock(&snap_lock);
+		}
+		/* The read we waited for failed: so does ours. */
+		if (same) {
+			pthread_mutex_unlock(&snap_lock);
+			return ret;
+		}
+		goto again;
+	}
+	sn = calloc(1, sizeof(*sn));
+	if (!sn) {
+		pthread_mutex_unlock(&snap_lock);
+		return -ENOMEM;
+	}
+	sn->nodeid = ino->nodeid;
+	sn->cr = *cr;
+	sn->ver = *ver;
+	sn->refs = 1;
+	sn->loading = true;
+	sn->next = snaps;
+	snaps = sn;
+	pthread_mutex_unlock(&snap_lock);
+
+	ret = nfsc_readdir_all(gw->nfs, cr, &ino->fh, &sn->list,
+			       gw->o->dir_max_entries);
+	if (ret == -EFBIG)
+		gw_log("directory inode %llu has more than dir_max_entries=%u "
+		       "entries: not listed (EFBIG)",
+		       (unsigned long long)ino->nodeid, gw->o->dir_max_entries);
+	if (sn->list.skipped)
+		gw_log("directory inode %llu: skipped %zu entries from the "
+		       "origin with names that are empty, hold '/', are a "
+		       "second '.' or '..' or are longer than %d bytes "
+		       "(first: '%s')", (unsigned long long)ino->nodeid,
+		       sn->list.skipped, NFSC_NAME_MAX, sn->list.skipped_first);
+	pthread_mutex_lock(&snap_lock);
+	sn->loading = false;
+	sn->err = ret;
+	pthread_cond_broadcast(&snap_cond);
+	pthread_mutex_unlock(&snap_lock);
+	if (ret) {
+		snap_put(sn);
+		return ret;
+	}
+	*out = sn;
+	return 0;
+}
 /* A file the kernel never released (handles.c): as gw_release. */
 static void file_release(struct gw *gw, struct gw_handle *h)
 {
@@ -371,11 +511,21 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 	gw_file_release(gw, ino, &fi);
 }
 
+static void dir_free(struct gw *gw, struct gw_handle *h)
+{
+	struct gw_dir *d = (struct gw_dir *)h;
+
+	(void)gw;
+	snap_put(d->snap);
+	free(d);
+}
+
 static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_attr ver;
 	struct nfsc_cred cr;
 	struct gw_dir *d;
 	int ret;
@@ -389,11 +539,14 @@ static void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* One snapshot per open: offsets are indexes into it, so a reader
-	 * that seeks back sees the same names in the same order. */
-	gw_req_cred(req, &cr);
-	ret = nfsc_readdir_all(gw->nfs, &cr, &ino->fh, &d->list);
-	if (ret) {
+	/* The directory's version now: an open shares a snapshot of this
+	 * version only, never an older one. */
+	ret = get_attr(gw, req, ino, true, &ver);
+	if (ret >= 0) {
+		gw_req_cred(req, &cr);
+		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	}
+	if (ret < 0) {
 		free(d);
 		fuse_reply_err(req, -ret);
 		return;
@@ -444,8 +597,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		return;
 	}
 	p = buf;
-	for (i = (size_t)off; i < d->list.n; i++) {
-		const struct nfsc_dirent *de = &d->list.ents[i];
+	for (i = (size_t)off; i < d->snap->list.n; i++) {
+		const struct nfsc_dirent *de = &d->snap->list.ents[i];
 		struct fuse_entry_param e;
 		struct gw_inode *ino;
 		size_t need;

@@ -40,6 +40,7 @@ static const struct fuse_opt gw_optspec[] = {
 	OPT("bcull=%u", bcull),
 	OPT("bstop=%u", bstop),
 	OPT("max_threads=%u", max_threads),
+	OPT("dir_max_entries=%u", dir_max_entries),
 	OPT("logfile=%s", logfile),
 	OPT("drain_timeout=%u", drain_timeout),
 	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
@@ -131,6 +132,8 @@ void gw_usage(const char *prog)
 "  allow_other          let other users use the mount\n"
 "  ro                   read-only mount\n"
 "  max_threads=N        FUSE worker threads [16]\n"
+"  dir_max_entries=N    entries in one directory listing; a larger\n"
+"                       directory fails to open with EFBIG [2097152]\n"
 "  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
@@ -373,6 +376,7 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	o->bcull = 7;
 	o->bstop = 3;
 	o->max_threads = 16;
+	o->dir_max_entries = 2097152;
 	o->write_window = 64u << 20;
 	o->drain_timeout = 30;
 	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
@@ -402,6 +406,11 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	if (o->max_threads < 1 || o->max_threads > 1024) {
 		fprintf(stderr, "cachegw: invalid option 'max_threads': "
 			"expected 1 to 1024\n");
+		return -1;
+	}
+	if (o->dir_max_entries < 1) {
+		fprintf(stderr, "cachegw: invalid option 'dir_max_entries=0': "
+			"expected at least 1\n");
 		return -1;
 	}
 	if (o->drain_timeout < 1 || o->drain_timeout > 86400) {

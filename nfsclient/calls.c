@@ -64,8 +64,30 @@ int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data)
 	}
 }
 
-void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f)
+/* An origin's size the kernel cannot represent (off_t is signed): refused
+ * here, at the door, so no layer above sees it. One log line for the 1st,
+ * 2nd, 4th, 8th, ... such reply. */
+static int attr_check_size(const struct fattr3 *f)
 {
+	static unsigned long seen;
+	unsigned long k;
+
+	if (f->size <= (uint64_t)INT64_MAX)
+		return 0;
+	k = __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+	if (!(k & (k - 1)))
+		fprintf(stderr, "cachegw: origin sent size %llu for file id "
+			"%llu, larger than 2^63-1: attributes refused "
+			"(EOVERFLOW; %lu such replies so far)\n",
+			(unsigned long long)f->size,
+			(unsigned long long)f->fileid, k);
+	return -EOVERFLOW;
+}
+
+int nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f)
+{
+	if (attr_check_size(f))
+		return -EOVERFLOW;
 	a->type = (enum nfsc_type)f->type;
 	a->mode = f->mode & 07777;
 	a->nlink = f->nlink;
@@ -83,6 +105,7 @@ void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f)
 	a->mtime.tv_nsec = f->mtime.nseconds;
 	a->ctime.tv_sec = f->ctime.seconds;
 	a->ctime.tv_nsec = f->ctime.nseconds;
+	return 0;
 }
 
 void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
@@ -90,10 +113,13 @@ void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
 {
 	bool have = p->attributes_follow;
 
+	/* Attributes refused at the door are as good as absent: callers
+	 * fetch them again (GETATTR), which then fails. */
+	if (have && attr &&
+	    nfsc_attr_from_fattr3(attr, &p->post_op_attr_u.attributes))
+		have = false;
 	if (has_attr)
 		*has_attr = have;
-	if (have && attr)
-		nfsc_attr_from_fattr3(attr, &p->post_op_attr_u.attributes);
 }
 
 void nfsc_fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh)
@@ -134,8 +160,8 @@ static void getattr_done(struct rpc_context *rpc, int status, void *data,
 	if (!ret)
 		ret = nfsc_status_to_errno(res->status);
 	if (!ret)
-		nfsc_attr_from_fattr3(r->u.getattr.attr,
-				      &res->GETATTR3res_u.resok.obj_attributes);
+		ret = nfsc_attr_from_fattr3(r->u.getattr.attr,
+				&res->GETATTR3res_u.resok.obj_attributes);
 	nfsc_complete(r, ret);
 }
 
@@ -330,10 +356,44 @@ int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- READDIRPLUS ---- */
 
+/* A name the kernel would refuse (it rejects the whole reply that holds
+ * one: EIO, the directory never lists), or a second "." or "..": false. */
+static bool dirlist_name_ok(struct nfsc_dirlist *l, const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+
+	if (!len || len > NFSC_NAME_MAX || strchr(name, '/'))
+		return false;
+	if (!strcmp(name, ".")) {
+		if (l->seen_dot)
+			return false;
+		l->seen_dot = true;
+	} else if (!strcmp(name, "..")) {
+		if (l->seen_dotdot)
+			return false;
+		l->seen_dotdot = true;
+	}
+	return true;
+}
+
 static int dirlist_push(struct nfsc_dirlist *l, const entryplus3 *e)
 {
 	struct nfsc_dirent *d;
 
+	if (!dirlist_name_ok(l, e->name)) {
+		if (!l->skipped++ && e->name) {
+			char *c;
+
+			snprintf(l->skipped_first, sizeof(l->skipped_first),
+				 "%s", e->name);
+			for (c = l->skipped_first; *c; c++)
+				if (*c < 0x20 || *c == 0x7f)
+					*c = '?';	/* one log line */
+		}
+		return 0;
+	}
+	if (l->max && l->n >= l->max)
+		return -EFBIG;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		struct nfsc_dirent *p = realloc(l->ents, cap * sizeof(*p));
@@ -442,9 +502,13 @@ static void readlink_done(struct rpc_context *rpc, int status, void *data,
 		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		const char *t = res->READLINK3res_u.resok.data;
+		size_t len = t ? strlen(t) : 0;
 
-		snprintf(r->u.readlink.buf, r->u.readlink.size, "%s",
-			 t ? t : "");
+		/* A target that does not fit is not cut short. */
+		if (len >= r->u.readlink.size)
+			ret = -ENAMETOOLONG;
+		else
+			memcpy(r->u.readlink.buf, t ? t : "", len + 1);
 	}
 	nfsc_complete(r, ret);
 }

@@ -26,6 +26,7 @@
 
 #include "lathist.h"
 
+#define NFSC_IO_MIN 4096	/* floor of READ/WRITE sizes from FSINFO */
 #define NFSC_FH_MAX 64		/* NFSv3 file handles are at most 64 bytes */
 #define NFSC_NGROUPS_MAX 16	/* AUTH_SYS carries at most 16 groups */
 #define NFSC_NAME_MAX 255
@@ -90,9 +91,15 @@ struct nfsc_dirent {
 	struct nfsc_fh fh;
 };
 
+#define NFSC_NAME_MAX 255		/* longer names are skipped, as is "" and
+					 * any name with '/' */
 struct nfsc_dirlist {
 	struct nfsc_dirent *ents;
 	size_t n, cap;
+	size_t max;			/* more entries: -EFBIG; 0 = no cap */
+	size_t skipped;			/* entries with names skipped */
+	char skipped_first[64];		/* the first one's name, cut short */
+	bool seen_dot, seen_dotdot;
 };
 
 /* Attributes to change (SETATTR, and the initial ones of CREATE/MKDIR/...).
@@ -330,9 +337,12 @@ int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
 		  const struct nfsc_fh *fh, char *buf, size_t size);
 int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, struct nfsc_fsstat *st);
-/* Read the whole directory (READDIRPLUS rounds until eof). */
+/* Read the whole directory (READDIRPLUS rounds until eof). Entries with
+ * names the kernel would refuse are skipped and counted (list->skipped);
+ * more than max entries (0: no cap) fail with -EFBIG. */
 int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
-		     const struct nfsc_fh *dir, struct nfsc_dirlist *list);
+		     const struct nfsc_fh *dir, struct nfsc_dirlist *list,
+		     size_t max);
 void nfsc_dirlist_free(struct nfsc_dirlist *list);
 /* Read [off, off+len) with READs of rsize spread over the connections, in
  * parallel. Returns the bytes read (short only at end of file) or -errno.

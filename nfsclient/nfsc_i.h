@@ -156,7 +156,7 @@ bool nfsc_inject_auth_error(struct nfsc *n, uint32_t uid);
 
 /* calls.c */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data);
-void nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f);
+int nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f);
 void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
 		  bool *has_attr);
 void nfsc_fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh);

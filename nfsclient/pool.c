@@ -192,6 +192,18 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	wmax = nfs_get_writemax(n->conns[0].nfs);
 	n->rsize = (uint32_t)(rmax ? rmax : 65536);
 	n->wsize = (uint32_t)(wmax ? wmax : 65536);
+	/* An rtmax of 1 would turn one fetch into millions of READs: sizes
+	 * below the floor are raised to it (a server that then answers
+	 * short is read in more rounds, as any short READ is). */
+	if (n->rsize < NFSC_IO_MIN || n->wsize < NFSC_IO_MIN) {
+		fprintf(stderr, "cachegw: origin's FSINFO rtmax %u, wtmax %u: "
+			"raised to at least %u\n", n->rsize, n->wsize,
+			NFSC_IO_MIN);
+		if (n->rsize < NFSC_IO_MIN)
+			n->rsize = NFSC_IO_MIN;
+		if (n->wsize < NFSC_IO_MIN)
+			n->wsize = NFSC_IO_MIN;
+	}
 	if (n->opts.rsize && n->opts.rsize < n->rsize)
 		n->rsize = n->opts.rsize;
 	if (n->opts.wsize && n->opts.wsize < n->wsize)

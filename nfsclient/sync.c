@@ -356,7 +356,8 @@ int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
 }
 
 int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
-		     const struct nfsc_fh *dir, struct nfsc_dirlist *list)
+		     const struct nfsc_fh *dir, struct nfsc_dirlist *list,
+		     size_t max)
 {
 	uint64_t cookie = 0;
 	uint8_t verf[8] = { 0 };
@@ -365,9 +366,10 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 	int conn = -1;
 
 	memset(list, 0, sizeof(*list));
+	list->max = max;
 	while (!eof && !ret) {
 		struct waiter w;
-		size_t before = list->n;
+		size_t before = list->n + list->skipped;
 
 		waiter_init(&w);
 		waiter_add(&w);
@@ -377,11 +379,17 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 							 &w));
 		ret = waiter_wait(&w);
 		/* A round with no entries and no eof would loop forever. */
-		if (!ret && !eof && list->n == before)
+		if (!ret && !eof && list->n + list->skipped == before)
 			ret = -EIO;
 	}
-	if (ret)
+	if (ret) {
+		struct nfsc_dirlist keep = *list;	/* what was skipped */
+
 		nfsc_dirlist_free(list);
+		list->skipped = keep.skipped;
+		memcpy(list->skipped_first, keep.skipped_first,
+		       sizeof(list->skipped_first));
+	}
 	return ret;
 }
 

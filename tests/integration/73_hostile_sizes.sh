@@ -1,0 +1,78 @@
+#!/bin/bash
+# Through an origin whose attributes are rewritten (tests/lib/hostile_proxy.py) to say size 2^64-1 or 2^63 for chosen files: opening a file the mount already read, and stat/open of one it never saw, fail with EOVERFLOW (as stat/open do locally for a size off_t cannot hold) with a log line; the directory still lists, other files read right, and the gateway neither crashes nor trips ASan.
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+sum() { timeout 30 sha256sum <"$1" | cut -d' ' -f1; }
+
+data=$(harness_tmpdir origin-data)
+head -c 300000 /dev/urandom >"$data/known.bin"
+head -c 300000 /dev/urandom >"$data/fresh.bin"
+head -c 300000 /dev/urandom >"$data/other.bin"
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+pport=$((ORIGIN_NFS_PORT + 5))
+if _port_listening "$pport"; then
+	echo "port $pport in use" >&2
+	exit 1
+fi
+sizes=$HARNESS_TMP/sizes
+: >"$sizes"
+python3 "$(dirname "$0")/../lib/hostile_proxy.py" "$pport" "$ORIGIN_NFS_PORT" \
+	--size-file "$sizes" >"$HARNESS_TMP/proxy.log" 2>&1 </dev/null &
+harness_register_pid $!
+for ((i = 0; i < 100; i++)); do
+	_port_listening "$pport" && break
+	sleep 0.1
+done
+url="nfs://127.0.0.1/origin?nfsport=$pport&mountport=$ORIGIN_MNT_PORT"
+mnt=$(harness_tmpdir mnt)
+cdir=$(harness_tmpdir cache)
+mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
+
+# The mount knows known.bin (looked up, opened, read, cached).
+[ "$(sum "$mnt/known.bin")" = "$(sum "$data/known.bin")" ] || bad "known.bin reads wrong before the lie"
+
+# From now on the origin says 2^64-1 for known.bin and 2^63 for fresh.bin.
+printf '%s=18446744073709551615\n%s=9223372036854775808\n' \
+	"$(stat -c %i "$data/known.bin")" "$(stat -c %i "$data/fresh.bin")" >"$sizes"
+
+cat >"$HARNESS_TMP/try.py" <<-'PY'
+	import errno, os, sys
+	op, path = sys.argv[1], sys.argv[2]
+	try:
+	    if op == "stat":
+	        os.stat(path)
+	    else:
+	        fd = os.open(path, os.O_RDONLY)
+	        os.read(fd, 4096)
+	        os.close(fd)
+	    print("ok")
+	except OSError as e:
+	    print(errno.errorcode[e.errno])
+PY
+try() { timeout 30 python3 "$HARNESS_TMP/try.py" "$@" 2>&1; }
+got=$(try read "$mnt/known.bin")
+[ "$got" = EOVERFLOW ] || bad "open+read of known.bin (origin says 2^64-1): '$got', want EOVERFLOW"
+got=$(try stat "$mnt/fresh.bin")
+[ "$got" = EOVERFLOW ] || bad "stat of fresh.bin (origin says 2^63): '$got', want EOVERFLOW"
+got=$(try read "$mnt/fresh.bin")
+[ "$got" = EOVERFLOW ] || bad "open+read of fresh.bin (origin says 2^63): '$got', want EOVERFLOW"
+pid_alive "$GW_PID" || bad "the gateway died"
+grep -q "larger than 2^63-1: attributes refused" "$GW_LOG" || bad "no log line about the refused size"
+
+# The rest of the tree is served as before.
+got=$(timeout 30 ls "$mnt" 2>&1 | tr '\n' ' ')
+[ "$got" = "fresh.bin known.bin other.bin " ] || bad "listing: '$got', want 'fresh.bin known.bin other.bin '"
+[ "$(sum "$mnt/other.bin")" = "$(sum "$data/other.bin")" ] || bad "other.bin reads wrong"
+
+# The origin tells the truth again: known.bin reads right.
+: >"$sizes"	# its size changes: the proxy sees it at once
+[ "$(sum "$mnt/known.bin")" = "$(sum "$data/known.bin")" ] || bad "known.bin reads wrong once the origin tells the truth"
+
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+exit $fail

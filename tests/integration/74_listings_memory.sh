@@ -1,0 +1,76 @@
+#!/bin/bash
+# 50 concurrent listings of a 200,000-entry directory are each complete and equal while the gateway's peak RSS grows by less than 2 GiB under ASan, its own 200,000 inodes included (they share one snapshot; one copy per open took +2.7 GiB more); with dir_max_entries=1000 a 1,100-entry directory fails to open with EFBIG and a log line while a 900-entry one lists.
+set -uo pipefail
+. "$(dirname "$0")/../lib/origin.sh"
+trap harness_cleanup EXIT
+harness_require_root
+harness_require_gateway
+
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+N=200000
+OPENS=50
+
+data=$(harness_tmpdir origin-data)
+mkdir "$data/big" "$data/edge" "$data/over"
+python3 - "$data/big" "$N" <<-'PY'
+	import os, sys
+	d, n = sys.argv[1], int(sys.argv[2])
+	for i in range(n):
+	    os.mknod(os.path.join(d, "f%06d" % i))
+PY
+(cd "$data/edge" && touch $(seq -f e%g 900))
+(cd "$data/over" && touch $(seq -f o%g 1100))
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+url=$(origin_url origin)
+mnt=$(harness_tmpdir mnt)
+cdir=$(harness_tmpdir cache)
+mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
+
+hwm() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+echo 5 >"/proc/$GW_PID/clear_refs"	# VmHWM := VmRSS
+h0=$(hwm "$GW_PID")
+# OPENS threads, each opens the directory before any reads it to the end.
+out=$(timeout 600 python3 - "$mnt/big" "$OPENS" "$N" <<-'PY'
+	import hashlib, os, sys, threading
+	path, opens, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	want = hashlib.sha256("\n".join("f%06d" % i for i in range(n)).encode()).hexdigest()
+	barrier = threading.Barrier(opens)
+	res = [None] * opens
+	def run(k):
+	    try:
+	        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+	        barrier.wait()
+	        names = sorted(e.name for e in os.scandir(fd))
+	        os.close(fd)
+	        res[k] = hashlib.sha256("\n".join(names).encode()).hexdigest() == want
+	    except Exception as e:
+	        res[k] = repr(e)
+	ts = [threading.Thread(target=run, args=(k,)) for k in range(opens)]
+	for t in ts: t.start()
+	for t in ts: t.join()
+	print(sum(r is True for r in res), [r for r in res if r is not True][:3])
+PY
+)
+[ "$out" = "$OPENS []" ] || bad "concurrent listings: '$out', want '$OPENS []' (all complete and equal)"
+h1=$(hwm "$GW_PID")
+grow=$(( (h1 - h0) / 1024 ))
+echo "gateway VmHWM: $((h0 / 1024)) MiB before $OPENS concurrent listings of $N entries, $((h1 / 1024)) MiB after (+$grow MiB)" >&2
+[ "$grow" -lt 2048 ] || bad "the gateway's peak RSS grew by $grow MiB for $OPENS listings, want < 2048"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+
+# The cap: past dir_max_entries, EFBIG with a log line; below it, listed.
+mnt2=$(harness_tmpdir mnt2)
+if mount_gateway "$url" "$mnt2" "cache_dir=$(harness_tmpdir cache2),dir_max_entries=1000"; then
+	got=$(timeout 60 python3 -c 'import errno,os,sys
+try: os.listdir(sys.argv[1]); print("ok")
+except OSError as e: print(errno.errorcode[e.errno])' "$mnt2/over" 2>&1)
+	[ "$got" = EFBIG ] || bad "listing 1100 entries with dir_max_entries=1000: '$got', want EFBIG"
+	grep -q "more than dir_max_entries=1000 entries" "$GW_LOG" || bad "no log line about dir_max_entries"
+	got=$(timeout 60 ls -f "$mnt2/edge" 2>&1 | grep -vcx '\.\|\.\.')
+	[ "$got" = 900 ] || bad "a 900-entry directory under the cap of 1000 lists $got names"
+	unmount_gateway "$mnt2" || bad "unmount of the capped mount (log: $GW_LOG)"
+else
+	bad "mount with dir_max_entries=1000 failed"
+fi
+exit $fail

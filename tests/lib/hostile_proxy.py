@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""hostile_proxy.py LISTEN_PORT UPSTREAM_PORT [options]: an NFSv3 TCP proxy
+on 127.0.0.1 to the origin at 127.0.0.1:UPSTREAM_PORT that rewrites chosen
+replies as a broken or hostile origin (or anyone spoofing its replies)
+would send them. Calls pass unchanged; so does every reply not chosen.
+
+  --names         READDIR/READDIRPLUS: an entry the origin names
+                  hostile_slash, hostile_empty, hostile_dot, hostile_dotdot
+                  or hostile_long is renamed "a/b", "", ".", ".." or 256
+                  'L's (other names pass).
+  --readlink      READLINK: a target "hostile_len_N" becomes N 'x's.
+  --fsinfo N      FSINFO: rtmax, rtpref, wtmax, wtpref and dtpref become N.
+  --size ID=SIZE  any fattr3 of file id ID (the origin's inode number)
+                  says size SIZE (repeatable).
+  --size-file F   as --size, one ID=SIZE a line, read from F whenever F
+                  changes (absent or empty: none), so a test can start
+                  lying about a file the client already knows.
+  --count-file F  F holds "PROC count" lines of the calls forwarded,
+                  rewritten after each reply.
+Prints "ready" once listening.
+"""
+import argparse
+import os
+import socket
+import struct
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nfsrpc import (NFS_PROG, NFS_V3, pad4, recv_record,  # noqa: E402
+                    send_record, call_args, reply_results)
+
+PROCS = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACCESS",
+         5: "READLINK", 6: "READ", 7: "WRITE", 8: "CREATE", 9: "MKDIR",
+         10: "SYMLINK", 11: "MKNOD", 12: "REMOVE", 13: "RMDIR",
+         14: "RENAME", 15: "LINK", 16: "READDIR", 17: "READDIRPLUS",
+         18: "FSSTAT", 19: "FSINFO", 20: "PATHCONF", 21: "COMMIT"}
+HOSTILE_NAMES = {b"hostile_slash": b"a/b", b"hostile_empty": b"",
+                 b"hostile_dot": b".", b"hostile_dotdot": b"..",
+                 b"hostile_long": b"L" * 256}
+FATTR3 = 84
+
+args = None
+counts = {}
+count_lock = threading.Lock()
+
+
+def u32(rec, off):
+    return struct.unpack_from(">I", rec, off)[0]
+
+
+def xdr_opaque(data):
+    return struct.pack(">I", len(data)) + data + b"\0" * (pad4(len(data)) - len(data))
+
+
+def skip_post_op_attr(rec, pos):
+    return pos + 4 + (FATTR3 if u32(rec, pos) else 0)
+
+
+def rewrite_readdir(rec, off, plus):
+    if u32(rec, off) != 0:
+        return rec
+    pos = skip_post_op_attr(rec, off + 4) + 8  # dir attributes, cookieverf
+    out = bytearray(rec[:pos])
+    while u32(rec, pos):
+        start = pos
+        pos += 4 + 8  # value_follows, fileid
+        nlen = u32(rec, pos)
+        name = rec[pos + 4:pos + 4 + nlen]
+        name_end = pos + 4 + pad4(nlen)
+        pos = name_end + 8  # cookie
+        if plus:
+            pos = skip_post_op_attr(rec, pos)
+            pos += 4 + (4 + pad4(u32(rec, pos + 4)) if u32(rec, pos) else 0)
+        new = HOSTILE_NAMES.get(bytes(name))
+        if new is None:
+            out += rec[start:pos]
+        else:
+            out += rec[start:start + 12] + xdr_opaque(new) + rec[name_end:pos]
+    out += rec[pos:]
+    return bytes(out)
+
+
+def rewrite_readlink(rec, off):
+    if u32(rec, off) != 0:
+        return rec
+    pos = skip_post_op_attr(rec, off + 4)
+    tlen = u32(rec, pos)
+    target = rec[pos + 4:pos + 4 + tlen]
+    if not target.startswith(b"hostile_len_"):
+        return rec
+    n = int(target[len(b"hostile_len_"):])
+    return rec[:pos] + xdr_opaque(b"x" * n) + rec[pos + 4 + pad4(tlen):]
+
+
+def rewrite_fsinfo(rec, off, n):
+    if u32(rec, off) != 0:
+        return rec
+    pos = skip_post_op_attr(rec, off + 4)
+    b = bytearray(rec)
+    for i in (0, 1, 3, 4, 6):  # rtmax rtpref (rtmult) wtmax wtpref (wtmult) dtpref
+        struct.pack_into(">I", b, pos + 4 * i, n)
+    return bytes(b)
+
+
+size_file_state = [None, []]  # (mtime_ns, size) of F, its pairs
+
+
+def sizes():
+    if not args.size_file:
+        return args.size
+    try:
+        st = os.stat(args.size_file)
+        key = (st.st_mtime_ns, st.st_size)
+        if key != size_file_state[0]:
+            with open(args.size_file) as f:
+                pairs = [size_arg(x) for x in f.read().split()]
+            size_file_state[:] = [key, pairs]
+    except (OSError, ValueError):
+        size_file_state[:] = [None, []]
+    return args.size + size_file_state[1]
+
+
+def rewrite_sizes(rec, off, pairs):
+    b = None
+    for fid, size in pairs:
+        key = struct.pack(">Q", fid)
+        i = rec.find(key, off + 52)
+        while i >= 0:
+            a = i - 52  # the fattr3 it would be the fileid of
+            if 1 <= u32(rec, a) <= 7 and u32(rec, a + 4) < 0o10000:
+                if b is None:
+                    b = bytearray(rec)
+                struct.pack_into(">Q", b, a + 20, size)
+            i = rec.find(key, i + 1)
+    return bytes(b) if b is not None else rec
+
+
+def rewrite(proc, rec):
+    off = reply_results(rec)
+    if off is None:
+        return rec
+    if args.names and proc in (16, 17):
+        rec = rewrite_readdir(rec, off, proc == 17)
+    elif args.readlink and proc == 5:
+        rec = rewrite_readlink(rec, off)
+    elif args.fsinfo is not None and proc == 19:
+        rec = rewrite_fsinfo(rec, off, args.fsinfo)
+    pairs = sizes()
+    if pairs:
+        rec = rewrite_sizes(rec, off, pairs)
+    return rec
+
+
+def count(proc):
+    with count_lock:
+        name = PROCS.get(proc, str(proc))
+        counts[name] = counts.get(name, 0) + 1
+        tmp = args.count_file + ".tmp"
+        with open(tmp, "w") as f:
+            for k in sorted(counts):
+                f.write("%s %d\n" % (k, counts[k]))
+        os.replace(tmp, args.count_file)
+
+
+def serve(client):
+    up = socket.create_connection(("127.0.0.1", args.upstream))
+    procs = {}
+    lock = threading.Lock()
+
+    def calls():
+        try:
+            while True:
+                rec = recv_record(client)
+                prog, vers, proc, _ = call_args(rec)
+                if (prog, vers) == (NFS_PROG, NFS_V3):
+                    with lock:
+                        procs[rec[:4]] = proc
+                send_record(up, rec)
+        except (EOFError, OSError, struct.error):
+            pass
+        for s in (up, client):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    threading.Thread(target=calls, daemon=True).start()
+    try:
+        while True:
+            rec = recv_record(up)
+            with lock:
+                proc = procs.pop(rec[:4], None)
+            if proc is not None:
+                rec = rewrite(proc, rec)
+                if args.count_file:
+                    count(proc)
+            send_record(client, rec)
+    except (EOFError, OSError):
+        pass
+    client.close()
+
+
+def size_arg(s):
+    fid, size = s.split("=")
+    return int(fid), int(size)
+
+
+def main():
+    global args
+    p = argparse.ArgumentParser()
+    p.add_argument("listen", type=int)
+    p.add_argument("upstream", type=int)
+    p.add_argument("--names", action="store_true")
+    p.add_argument("--readlink", action="store_true")
+    p.add_argument("--fsinfo", type=int)
+    p.add_argument("--size", type=size_arg, action="append", default=[])
+    p.add_argument("--size-file")
+    p.add_argument("--count-file")
+    args = p.parse_args()
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", args.listen))
+    ls.listen(16)
+    print("ready", flush=True)
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
