@@ -20,6 +20,14 @@
 #define CACHE_FORMAT_VERSION 2	/* 2: a checksum per 4 KiB sector */
 #define CACHE_KEY_MAX 128	/* bytes of an object key */
 #define CACHE_COH_MAX 64	/* bytes of a coherency blob */
+/* The largest file size an object takes (1 TiB): an object's presence
+ * bitmap lives in memory, a bit per block (32 MiB at this size with 4 KiB
+ * blocks), and a shrink walks the words of it. A file past it is not
+ * cached: cache_obj_get answers -EFBIG (the gateway reads it from the
+ * origin), and an object whose file grows past it drops its data and is
+ * removed at its last reference. Sizes come from the origin (or whoever
+ * answers for it), so nothing here trusts one past this. */
+#define CACHE_OBJ_SIZE_MAX (1ull << 40)
 #define CACHE_BLOCK_MIN (4u << 10)
 #define CACHE_BLOCK_MAX (4u << 20)
 #define CACHE_BLOCK_DEFAULT (64u << 10)

@@ -81,7 +81,8 @@ int cache_meta_check(const struct meta_hdr *h, uint32_t bs)
 
 uint64_t cache_meta_nblocks(uint64_t size, uint32_t bs)
 {
-	return (size + bs - 1) / bs;
+	/* Not (size + bs - 1) / bs: that wraps to 0 near 2^64. */
+	return size / bs + (size % bs != 0);
 }
 
 off_t cache_meta_word_off(uint32_t bs, uint64_t blk)

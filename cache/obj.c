@@ -267,14 +267,47 @@ int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
 static int alloc_bitmap(struct cache_obj *o, uint64_t size)
 {
 	uint64_t n = cache_meta_nblocks(size, o->c->block_size);
-	uint64_t *bm = calloc(n / 64 + 1, 8);
+	uint64_t *bm;
 
+	if (size > CACHE_OBJ_SIZE_MAX)
+		return -EFBIG;
+	bm = calloc(n / 64 + 1, 8);
 	if (!bm)
 		return -ENOMEM;
 	free(o->bitmap);
 	o->bitmap = bm;
 	o->nblocks = n;
 	return 0;
+}
+
+/* Fills in flight for blocks from first on: their bytes are not stored. */
+static void cancel_from_locked(struct cache_obj *o, uint64_t first)
+{
+	GW_ASSERT_HELD(&o->lock);
+	for (struct cache_req *r = o->inflight; r; r = r->next)
+		for (uint64_t b = r->first < first ? first : r->first;
+		     b < r->first + r->nblk; b++)
+			r->skip[b - r->first] = 1;
+}
+
+/* The file grew past CACHE_OBJ_SIZE_MAX: no block of it is served or
+ * stored any more, and the object goes with its last reference (its files
+ * too: a later open of the file, smaller again, makes a new one). */
+static void obj_too_big_locked(struct cache_obj *o, uint64_t size)
+{
+	GW_ASSERT_HELD(&o->lock);
+	if (o->broken)
+		return;
+	cache_log("object %s: size %llu is past the %llu-byte limit of a "
+		  "cache object: not cached", o->name,
+		  (unsigned long long)size,
+		  (unsigned long long)CACHE_OBJ_SIZE_MAX);
+	cancel_from_locked(o, 0);
+	o->broken = true;
+	o->gen++;
+	o->unmark_seq++;
+	cache_csc_drop_locked(o);
+	memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
 }
 
 /* Drop every block and start a new incarnation (new salt) of the object
@@ -290,6 +323,10 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 
 	GW_ASSERT_HELD(&o->lock);
 	assert(o->opened);
+	if (size > CACHE_OBJ_SIZE_MAX) {
+		obj_too_big_locked(o, size);
+		return 0;
+	}
 	if (!key) {
 		key = o->hdr->key;
 		keylen = o->hdr->keylen;
@@ -503,6 +540,8 @@ int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 
 	if (cohlen > CACHE_COH_MAX || (cohlen && !coh))
 		return -EINVAL;
+	if (size > CACHE_OBJ_SIZE_MAX)
+		return -EFBIG;	/* not cached (cache.h) */
 	ret = cache_obj_hash_name(key, keylen, &hash, name);
 	if (ret)
 		return ret;
@@ -693,18 +732,31 @@ int cache_obj_set_coh(struct cache_obj *o, const void *coh, size_t cohlen,
 		ret = -EIO;
 		goto out;
 	}
+	if (size > CACHE_OBJ_SIZE_MAX) {
+		obj_too_big_locked(o, size);
+		goto out;
+	}
 	oldsize = o->hdr->size;
 	/* 1. Blocks that stay valid: all whole blocks below both sizes. A
-	 *    partial last block changes length (its checksum with it). */
+	 *    partial last block changes length (its checksum with it). Only
+	 *    present blocks are dropped, a presence word at a time: the time
+	 *    goes by what is cached, not by the file's size. */
 	keep = (oldsize < size ? oldsize : size) / bs;
-	if (size != oldsize)
+	if (size != oldsize) {
 		cache_csc_drop_locked(o);
-	if (size != oldsize)
-		for (uint64_t b = keep; b < o->nblocks; b++) {
-			cache_obj_cancel_locked(o, b);
-			if (!ret)
-				ret = cache_obj_unmark_locked(o, b);
+		cancel_from_locked(o, keep);
+		for (uint64_t w = keep / 64; w <= o->nblocks / 64 && !ret; w++) {
+			uint64_t bits = o->bitmap[w];
+
+			while (bits && !ret) {
+				uint64_t b = w * 64 + (uint64_t)__builtin_ctzll(bits);
+
+				bits &= bits - 1;
+				if (b >= keep && b < o->nblocks)
+					ret = cache_obj_unmark_locked(o, b);
+			}
 		}
+	}
 	/* 2. The new identity, same salt: kept blocks stay verifiable. */
 	o->hdr->cohlen = cohlen;
 	memset(o->hdr->coh, 0, sizeof(o->hdr->coh));
