@@ -150,7 +150,7 @@ void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = ino->nodeid;
-	e->generation = gw->generation;
+	e->generation = gw_node_generation(gw, ino->nodeid);
 	gw_attr_to_stat(a, ino->nodeid, &e->attr);
 	e->attr_timeout = gw_attr_ttl(gw, a);
 	e->entry_timeout = gw->o->acdirmin;
@@ -430,6 +430,11 @@ again:
 
 		if (sn->nodeid != ino->nodeid || sn->err ||
 		    !same_cred(&sn->cr, cr))
+			continue;
+		/* Another version of the directory, still held by the opens
+		 * that share it: not ours (taking it and looking again would
+		 * find it again, for ever: seen as a hung re-export create). */
+		if (!sn->loading && !same_dir_version(&sn->ver, ver))
 			continue;
 		sn->refs++;
 		while (sn->loading)
