@@ -544,6 +544,14 @@ void gw_metrics_stop(struct gw *gw);
 /* "127.0.0.1:9100" or "[::1]:9100", for messages. */
 void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
 
+/* ---- handlekey.c: unguessable handles ---- */
+/* Read cache_dir/handle-key, or make it with cutover high (the node-id
+ * table's high-water mark): 0 or -errno. */
+int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high);
+/* The FUSE generation of nodeid: the table's below the cutover (handles of
+ * older gateways stay valid), a keyed hash of the node-id from it on. */
+uint32_t gw_node_generation(const struct gw *gw, uint64_t nodeid);
+
 /* ---- hist.c: latency histograms (atomic; common/lathist.h) ---- */
 struct gw_hist {
 	struct lat_hist h;
@@ -567,8 +575,13 @@ struct gw {
 					 * thread-safe */
 	struct cache_nodes *nodes;	/* persistent node-id table; set at
 					 * start; thread-safe */
-	uint32_t generation;		/* FUSE generation of every node-id;
-					 * set at start */
+	uint32_t generation;		/* the node-id table's generation:
+					 * node-ids below handle_cutover
+					 * keep it; set at start */
+	uint64_t handle_key;		/* secret of the other node-ids'
+					 * generations (handlekey.c); set
+					 * at start */
+	uint64_t handle_cutover;	/* set at start */
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
 	struct gw_itable it;		/* its own lock */

@@ -172,6 +172,12 @@ static int open_cache(struct gw *gw)
 	}
 	cache_nodes_stats(gw->nodes, &ns);
 	gw->generation = ns.generation;
+	ret = gw_handle_key_load(gw, gw->o->cache_dir, ns.reserved_id);
+	if (ret) {
+		fprintf(stderr, "cachegw: cache_dir '%s': cannot read or make "
+			"handle-key: %s\n", gw->o->cache_dir, strerror(-ret));
+		return ret;
+	}
 	if (ns.skipped_bytes)
 		gw_log("node-id table: %llu damaged bytes skipped",
 		       (unsigned long long)ns.skipped_bytes);
