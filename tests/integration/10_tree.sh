@@ -1,13 +1,7 @@
 #!/bin/bash
 # Gateway mount of a fill_tree'd origin: names, types, sizes, modes, symlink targets, mtimes, st_ino and every file's sha256 equal the origin's; clean unmount.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || { echo "fill_tree failed" >&2; exit 1; }

@@ -1,13 +1,7 @@
 #!/bin/bash
 # 8 concurrent ranged readers (dd, various block sizes and offsets, some past EOF) of the 33 MiB file through the gateway get the origin's bytes, cold and warm.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1

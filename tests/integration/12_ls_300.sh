@@ -1,13 +1,7 @@
 #!/bin/bash
 # `ls -l` of a 300-file directory through the gateway lists all 300 entries with the origin's modes and sizes.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1

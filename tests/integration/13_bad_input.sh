@@ -1,16 +1,10 @@
 #!/bin/bash
 # Bad input (URL, export, unreachable server, mountpoint, option, arguments): non-zero exit within 30 s, a one-line stderr message naming the problem, nothing mounted.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 
 # Messages other than the usage text must be exactly this many lines.
 MAX_LINES=1
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 printf 'x\n' >"$data/file"

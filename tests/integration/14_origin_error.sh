@@ -1,13 +1,7 @@
 #!/bin/bash
 # Origin errors surface as errors, never hangs or crashes: a file deleted at the origin while open through the gateway fails to read; a deleted file fails to open (actimeo=0); the gateway keeps serving.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 head -c $((1048576 + 4097)) /dev/urandom >"$data/victim_open"

@@ -1,14 +1,8 @@
 #!/bin/bash
 # `mount.fuse3 SOURCE MNT -t cachegw -o ...` (what mount -t fuse.cachegw and /etc/fstab run) mounts a daemonized gateway that serves the origin's bytes and logs through logfile=; unmount ends it.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 command -v mount.fuse3 >/dev/null || { echo "SKIP: no mount.fuse3" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1

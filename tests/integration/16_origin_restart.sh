@@ -1,13 +1,7 @@
 #!/bin/bash
 # The origin restarts under a hard mount: a read of an uncached file waits, then completes with the right bytes once the origin is back; a soft mount fails such a read with an error instead of hanging, and serves again afterwards.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1

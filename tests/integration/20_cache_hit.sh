@@ -1,14 +1,7 @@
 #!/bin/bash
 # Second read is served from the disk cache (same mount after drop_caches, and after a remount on the same cache_dir): exact bytes, origin_read_bytes does not move, hit bytes do; the read's data buffers are unmapped once idle; cache dir 0700, files 0600.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 SIZE=$((24 * 1048576 + 4321))	# not a multiple of the block size
 data=$(harness_tmpdir origin-data)

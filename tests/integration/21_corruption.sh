@@ -1,14 +1,7 @@
 #!/bin/bash
 # Bytes flipped in cached data files and damaged .meta files (bad magic, bad header checksum, truncated) are caught, counted, logged and repaired; reads stay exact; cachegw-inspect verify exits 1 on damage and 0 once repaired.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 # Distinct sizes: cachegw-inspect ls shows the size, which names the object.
 declare -A SIZE=(

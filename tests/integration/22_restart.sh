@@ -1,14 +1,7 @@
 #!/bin/bash
 # Restart reuse: a remount on the same cache_dir serves a whole tree without origin READs; SIGKILL mid-fill then remount serves exact bytes and reuses complete blocks (verify clean); a second gateway on a held cache_dir refuses with "in use".
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data/tree" || { echo "fill_tree failed" >&2; exit 1; }

@@ -1,14 +1,7 @@
 #!/bin/bash
 # A file changed at the origin behind the gateway (same size, grown, shrunk) is seen on the next open (close-to-open), its new bytes then cached; with nocto,actimeo=2 the change is seen once the attribute timeout expires.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

@@ -1,17 +1,10 @@
 #!/bin/bash
 # Culling: cache_size=16M holds (counter and allocated blocks) while 100 MiB are read, every read exact; a cache on a loop-mounted 64 MiB ext4 fills up and keeps serving exact bytes, culling or skipping fills, never running out of space.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 for b in mkfs.ext4 losetup; do
 	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
 done
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 MiB=1048576
 N=10

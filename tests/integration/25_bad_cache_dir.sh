@@ -1,13 +1,7 @@
 #!/bin/bash
 # Bad cache_dir inputs (missing option, a file, a foreign non-empty dir, another format version (99, and format 1 from before the 4 KiB sector checksums), read-only fs, missing parent) fail fast with a clear message and a non-zero exit, mount nothing and touch nothing.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 printf 'hello\n' >"$data/hello"

@@ -1,14 +1,7 @@
 #!/bin/bash
 # Each cache_write mode (direct, dontcache, buffered, fadvise): a 16 MiB file read cold, remount, drop caches, read warm: exact bytes, hit bytes >= file size, no origin READ; verify clean; direct leaves the cache's data out of the page cache.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 SIZE=$((16 * 1048576 + 3333))
 data=$(harness_tmpdir origin-data)

@@ -1,16 +1,9 @@
 #!/bin/bash
 # fsync/close are only answered once the data is stable: a close racing another close whose COMMIT is held (and the origin restarted under it) returns after the resend, a COMMIT error reaches both, a write split into wsize chunks with the origin restarting between chunks is resent whole (counted, bytes exact), a WRITE answered with 0 bytes fails with EIO in bounded time while the gateway lives on, and a write lost in a restart is resent before a newer overlapping one (the origin ends with the newer bytes).
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 work=$(harness_tmpdir work)
 OPS=$work/ops.py

@@ -1,14 +1,7 @@
 #!/bin/bash
 # A sparse 1 GiB origin file (a few MiB of data at a few offsets) read whole through the mount: exact bytes, the cache grows by well under 1 % of the file (its zero blocks are holes, not data), and a second read comes from the cache alone; in the default (direct) and the buffered write mode.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 GiB=$((1024 * 1048576))
 data=$(harness_tmpdir origin-data)

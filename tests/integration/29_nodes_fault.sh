@@ -1,13 +1,7 @@
 #!/bin/bash
 # A lookup of a new name while the node-id table cannot write (injected fdatasync or write error) fails with that error (EIO, ENOSPC), never ENOMEM, and lookups succeed again once the fault is gone: the table rewrites itself, and keeps every mapping across a remount.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 for f in a b c d e; do echo "file $f" >"$data/$f"; done

@@ -1,15 +1,9 @@
 #!/bin/bash
 # Every namespace/data operation through the mount (create, write, sparse, O_APPEND, mkdir, rename, mkfifo, mknod, symlink, link, chmod, chown, truncate, utimens, unlink, rmdir, fsync, fallocate) leaves the origin dir and the mount identical after each step.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

@@ -1,13 +1,7 @@
 #!/bin/bash
 # cache_writes=through and =around: overwrites, appends, truncates and new files written through the mount read back exactly (origin bytes as truth) after a remount on the same cache and dropped page cache; with through, rewritten ranges come from the cache, not the origin.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 INSPECT=$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect
 [ -x "$INSPECT" ] || { echo "SKIP: $INSPECT not built" >&2; exit 77; }

@@ -1,16 +1,10 @@
 #!/bin/bash
 # Caller credentials (allow_other, setpriv as uid 1000): files, dirs, symlinks and FIFOs made by uid 1000 are owned by 1000 at the origin; a 0600 root file is refused to uid 1000 even after root cached it; supplementary groups grant access; writes by the file's owner work as on a local fs; a caller whose credentials cannot be built gets ENOMEM and nothing is done at the origin under another identity.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 U=1000 G=1000 SG=4242
 AS_U=(setpriv --reuid "$U" --regid "$G" --clear-groups --)

@@ -1,14 +1,8 @@
 #!/bin/bash
 # fio random 4 KiB writes through the mount (2 jobs x 16 MiB, --verify=crc32c, fsync on close) pass verification; the origin's files then equal the mount's bytes, also after a remount with dropped page cache.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 command -v fio >/dev/null || { echo "SKIP: fio not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

@@ -1,15 +1,10 @@
 #!/bin/bash
 # Concurrency through the mount: two processes writing interleaved and disjoint ranges of one file leave the exact combination at the origin and in the cache; readers racing an appender only ever see a prefix of the final file; rename over an open file leaves the origin consistent (fd behaviour compared with a local fs and reported).
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 data=$(harness_tmpdir origin-data)

@@ -1,13 +1,7 @@
 #!/bin/bash
 # A tiny write window (write_window=64k): a 32 MiB dd bs=1M and 4 concurrent 16 MiB writers all complete with exact bytes at the origin; writers did wait for the window (cachegw_write_window_waits_total > 0) and nothing is left in flight.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 INSPECT=$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect
 [ -x "$INSPECT" ] || { echo "SKIP: $INSPECT not built" >&2; exit 77; }

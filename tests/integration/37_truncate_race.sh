@@ -1,14 +1,8 @@
 #!/bin/bash
 # A writer that truncates (O_TRUNC) and appends while O_DIRECT and buffered readers re-read the file: no read ever fails (ENODATA once leaked out here), and the final bytes equal the origin's.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=$(command -v python3) || { echo "SKIP: no python3" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1

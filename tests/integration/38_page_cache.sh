@@ -1,17 +1,10 @@
 #!/bin/bash
 # The kernel's page cache of a file: writes through the mount do not make the next open drop it (kernel_cache_drops_total stays 0); a change at the origin does; a read-only open of a file that is open for writing reads around it (direct_io: nothing of its reads stays in the page cache), and reads through it again once the writer closed.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 command -v fincore >/dev/null || { echo "SKIP: fincore (util-linux) not installed" >&2; exit 77; }
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 SIZE=$((4 * 1048576))

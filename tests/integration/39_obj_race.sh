@@ -1,15 +1,8 @@
 #!/bin/bash
 # Cache objects used without a reference: stat (actimeo=0, so every GETATTR reaches the gateway), truncate, write and open/close (the last close keeps happening, dropping the object) race on a few files while a small cache_size= culls closed objects; the gateway survives (no ASan report), the bytes equal the origin's and objects were culled.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 PY=$(command -v python3) || { echo "SKIP: no python3" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 SECS=${CACHEGW_OBJ_RACE_SECS:-25}
 NHOT=3			# files every racer works on

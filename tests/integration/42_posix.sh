@@ -1,16 +1,10 @@
 #!/bin/bash
 # POSIX behaviour through the mount (default actimeo) compared with a local fs: nlink/ctime of a file's other names right after link/unlink/rename-over; open-unlink and rename-over-open keep the descriptor working (fstat, read, write, fsync) and leave nothing at the origin after close; hidden names left by a killed gateway are removed at the next start (and nothing else); a non-owner write to a setuid/setgid file succeeds and clears the bits; symlink targets too long for the origin call give ENAMETOOLONG; times outside NFSv3's range are clamped, never wrapped.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

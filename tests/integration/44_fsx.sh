@@ -1,10 +1,7 @@
 #!/bin/bash
 # fsx (reads, writes, truncates up and down, mapped reads and MAP_SHARED writes, fsync, close/reopen, O_DIRECT reads, dropped page cache) through the mount with the default cache, cache_block=4K and cache_writes=around: every op matches fsx's model; the files then equal the origin's, and read the same through a fresh mount on a new cache_dir and after a remount on the same one; fsx -X (a byte corrupted on purpose) fails.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 # fsx from the same build as the gateway (tests/fsx).
 FSX=${CACHEGW_FSX:-$(dirname "$CACHEGW")/../tests/fsx/fsx}
 [ -x "$FSX" ] || { echo "SKIP: fsx not built ($FSX)" >&2; exit 77; }
@@ -12,8 +9,6 @@ FSX=${CACHEGW_FSX:-$(dirname "$CACHEGW")/../tests/fsx/fsx}
 read -r -a seeds <<<"${CACHEGW_FSX_SEEDS:-1 3}"
 ops=${CACHEGW_FSX_OPS:-1200}
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 step() { echo "--- $* ($SECONDS s)" >&2; }
 
 data=$(harness_tmpdir origin-data)

@@ -1,11 +1,7 @@
 #!/bin/bash
 # metrics=: bad values refused at start (exit 2, one line, nothing mounted); GET /metrics serves the control socket's Prometheus series plus origin/cache read latency histograms, on loopback unless an address is named; counters move with reads; other paths 404; Debian's prometheus scrapes it and gives a counter back through its HTTP API.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 if ! command -v curl >/dev/null 2>&1; then
 	echo "SKIP: curl not installed" >&2
 	exit 77
@@ -13,9 +9,6 @@ fi
 
 METRICS_PORT=${CACHEGW_METRICS_PORT:-29480}
 PROM_PORT=${CACHEGW_PROM_PORT:-29490}
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 SIZE=$((6 * 1048576 + 777))
 data=$(harness_tmpdir origin-data)

@@ -1,14 +1,8 @@
 #!/bin/bash
 # With an origin that sends pre-op attributes in its WRITE replies (ganesha behind tests/lib/wccproxy.py, which adds them as FreeBSD's nfsd sends them): a range changed at the origin while the mount holds the file open and has read it, then another range written through the mount, reads back as the origin's whole file at the next open (kernel pages) and after drop_caches (disk cache); the mount's own writes are not taken for someone else's.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 sum() { timeout 30 sha256sum <"$1" | cut -d' ' -f1; }
 MiB=1048576
 

@@ -1,18 +1,13 @@
 #!/bin/bash
 # Install: `meson install --destdir` puts the binaries, the bench's parts, the unit and the man pages in place (each man page clean under `man --warnings`, every gateway option and inspect/bench command documented); the .deb built from a copy of the tree installs, an /etc/fstab line of type fuse.cachegw mounts the origin with `mount -a` (mount.fuse3 runs the packaged gateway), which serves the origin's bytes; the installed inspect and bench work; unmount and purge leave no process and no file; /etc/fstab is restored byte for byte.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 for b in dpkg-buildpackage dh apt-get dpkg-query meson jq man systemd-analyze findmnt flock mount.fuse3 fio; do
 	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
 done
 
 ROOT=$_HARNESS_ROOT
 PKGS=(cachegw cachegw-bench)
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 t0=$SECONDS
 step() { echo "[48] $((SECONDS - t0))s: $*" >&2; }
 

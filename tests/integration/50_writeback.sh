@@ -1,16 +1,9 @@
 #!/bin/bash
 # -o writeback (the kernel's FUSE write-back cache): random 4 KiB writes reach the origin as fewer, larger WRITEs of the kernel's dirty pages; after close a second gateway mount and libnfs (nfs-cat) read exactly the bytes written; with write_window=64k four writers wait for the window (waits and time counted) and every byte arrives; a full origin (tmpfs, size=4m) makes fsync and close fail with ENOSPC, one over its quota (a btrfs qgroup) with EDQUOT; after kill -9 of the gateway what was fsync'ed is at the origin, and the cache it left verifies and serves the same bytes; a 512 MiB dd conv=fsync (up to 16 WRITEs of 1 MiB in flight, each growing the file) keeps the gateway alive and reaches the origin and the cache byte for byte.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

@@ -1,16 +1,10 @@
 #!/bin/bash
 # cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round) and `far` (5 ms, 2 rounds) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 for b in fio jq fincore; do
 	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
 done
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 BENCH=$_HARNESS_ROOT/tools/bench/cachegw-bench
 work=$(harness_tmpdir bench-work)

@@ -1,13 +1,8 @@
 #!/bin/bash
 # Through an origin whose replies are rewritten (tests/lib/hostile_proxy.py): a directory whose READDIRPLUS holds names with '/', empty, a second '.'/'..' and 256 bytes lists its good names and exactly those (a 255-byte name among them), with a log line; READLINK targets of 4096 and 5000 bytes give ENAMETOOLONG while 4095 reads whole; an origin whose FSINFO says rtmax=wtmax=1 is refused at mount with a clear message, and at rtmax 8192 (the least libnfs takes) a 16 MiB file reads back right in at most 2x2048 READs.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 MiB=1048576
 
 data=$(harness_tmpdir origin-data)

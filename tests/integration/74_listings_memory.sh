@@ -1,13 +1,8 @@
 #!/bin/bash
 # 10 concurrent listings of a 100,000-entry directory are each complete and equal, and take less than 128 MiB of peak RSS more than one listing did (they share one snapshot; one copy per open took ~250 B per entry per open: +9 copies); 50 x 200,000 measured by hand (README); a directory held open while it changes does not keep a new open from the new version; with dir_max_entries=1000 a 1,100-entry directory fails to open with EFBIG and a log line while a 900-entry one lists.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 # Under ASan, freed memory waits in a quarantine (256 MiB) that counts in
 # the peak RSS: a small one, so that the peak is what is held.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4

@@ -1,19 +1,12 @@
 #!/bin/bash
 # metrics= and the control socket under hostile clients: with 20 idle TCP connections open a curl of /metrics still answers, and the gateway closes the idle ones; out of file descriptors (RLIMIT_NOFILE lowered to 3 on the live gateway, clients pending on both sockets) its threads take < 0.5 s of CPU in 3 s and log the cause a bounded number of times; with the limit restored the pending clients and new ones are answered.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 for c in curl prlimit python3; do
 	command -v "$c" >/dev/null 2>&1 || { echo "SKIP: $c not installed" >&2; exit 77; }
 done
 
 METRICS_PORT=${CACHEGW_METRICS_PORT:-29480}
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 printf 'hello\n' >"$data/hello"

@@ -1,14 +1,7 @@
 #!/bin/bash
 # cachegw-inspect warm (as root) on a tree a user swaps under it: a FIFO, a symlink to it and one to /dev/zero made at the origin are not read; files replaced, between the walk and the reads, by a symlink to the FIFO, a symlink to /dev/zero, a FIFO, and a directory on a file's path replaced by a symlink to /dev, are each skipped with a line saying what they became; warm ends within 60 s, exit 0, and the regular files are read and cached.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 data=$(harness_tmpdir origin-data)
 mkdir "$data/tree" "$data/tree/sub"

@@ -1,13 +1,7 @@
 #!/bin/bash
 # A cache_dir others could write is refused (mode 0777 empty, 0775 and 1777 holding a cache, owned by uid 1000) with the reason and the chmod/chown that fixes it, exit != 0, nothing mounted, nothing written; links inside it are not followed: lock, nodes.log and objects/ made symlinks to files and a directory outside are refused by name and the outside ones stay byte for byte as they were; the harness's own cache dirs still mount.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
 
 data=$(harness_tmpdir origin-data)
 printf 'hello\n' >"$data/hello"

@@ -1,16 +1,10 @@
 #!/bin/bash
 # A CREATE that finds the file already there (made at the origin between the kernel's LOOKUP and the CREATE, held open by fault injection) opens it as open(2) would: uid 1000 gets EACCES for root's 0600 file that root had cached through the mount (not a descriptor on its bytes), and opens and reads a 0666 one.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 U=1000 G=1000
 AS_U=(setpriv --reuid "$U" --regid "$G" --clear-groups --)

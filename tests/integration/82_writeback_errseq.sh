@@ -1,15 +1,9 @@
 #!/bin/bash
 # -o writeback, a full origin (tmpfs, size=4m): a write-back WRITE's ENOSPC goes once to each descriptor open for writing when it happened (fsync fails, the next one succeeds), not to a reader whose close() flushed the pages, nor to a writer opened after it.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 work=$(harness_tmpdir work)
 # errseq.py FILE: writers a and b open, a writes 8 MiB into the page cache,

@@ -1,15 +1,9 @@
 #!/bin/bash
 # -o writeback, two writers of one file (uid 1000 its owner, uid 1001 through its group): with the owner's access revoked at the origin while both hold dirty pages, the other's fsync succeeds and the origin holds both writers' bytes exactly, whichever opened last (the file the kernel sends the pages through); with both revoked, each writer's fsync fails once with EACCES.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 work=$(harness_tmpdir work)
 # two.py MNTFILE ORIGINFILE ORDER REVOKE: uid 1000 (A, no groups) and uid

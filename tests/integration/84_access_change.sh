@@ -1,16 +1,10 @@
 #!/bin/bash
 # Cached ACCESS answers end with the attributes they were given for: a file uid 1000 read through the mount, chmod'ed 0600 at the origin (or through the mount), is refused to uid 1000 at its next open (EACCES, no byte read), well inside acregmax; made readable again, it is read again.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 U=1000 G=1000
 AS_U=(setpriv --reuid "$U" --regid "$G" --clear-groups --)

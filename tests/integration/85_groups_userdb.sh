@@ -1,16 +1,10 @@
 #!/bin/bash
 # Callers whose groups the kernel does not show (the gateway in its own pid namespace, as in a container: FUSE gives pid 0 for callers outside it): a member of a supplementary group in the user database reads a 0640 file of that group in a 0770 directory through the gateway; a uid the database does not know gets EACCES even with the group in its own process; the gateway says once where the groups came from.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare not installed" >&2; exit 77; }
 unshare --pid --fork true 2>/dev/null || { echo "SKIP: cannot make a pid namespace" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 # A user of this host's database with a supplementary group other than its
 # primary one: made for the test (and removed at its end), so that the test

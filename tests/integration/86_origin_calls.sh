@@ -1,14 +1,7 @@
 #!/bin/bash
 # Origin calls by NFSv3 procedure (what nfsstat/mountstats give a kernel client's admin): `stats` names calls, errors and time for every procedure the gateway sends; a stat of two new names moves LOOKUP by 2, a missing name counts a LOOKUP error, a cold read moves READ by at least size/rsize, a listing moves READDIRPLUS; --prometheus has proc-labelled counters and latency histograms whose _count equals the calls and that promtool accepts; `cachegw-inspect top --once` shows the call rates.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 data=$(harness_tmpdir origin-data)
 mkdir -p "$data/d1/d2"

@@ -1,14 +1,8 @@
 #!/bin/bash
 # A far origin (cachegw-latproxy, 20 ms round trip, in front of ganesha): the proxy refuses bad arguments (exit 2), the gateway through it serves the origin's bytes (a tree and a 24 MiB file), every origin call it counts took at least the round trip (the mean time of every procedure called >= 20 ms, so the proxy delays and the counters see it), a warm re-read makes no READ, and killing the proxy mid-run leaves no process behind.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+. "$(dirname "$0")/../lib/test.sh" inspect
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 RTT=20
 FAR_NFS_PORT=${CACHEGW_FAR_NFS_PORT:-$((REEXPORT_NFS_PORT + 20))}
 FAR_MNT_PORT=${CACHEGW_FAR_MNT_PORT:-$((REEXPORT_MNT_PORT + 20))}
