@@ -292,6 +292,14 @@ struct cache_nodes_stats {
 					 * open (0 on a clean file) */
 	uint32_t generation;		/* the table's generation */
 	bool compacted;			/* open rewrote the file */
+	uint64_t compactions;		/* rewrites since open (removals) */
+};
+
+/* One live entry, as cache_nodes_list() copies it out. */
+struct cache_nodes_ent {
+	uint64_t id;
+	uint8_t hlen;
+	uint8_t h[CACHE_NODES_HANDLE_MAX];
 };
 
 /* Open the table in cache_dir; when !readonly create it if missing. When
@@ -356,6 +364,22 @@ int cache_nodes_set_parent(struct cache_nodes *t, uint64_t nodeid,
  * process death before it returns. 0, -ENOENT, -EROFS, -errno (file not
  * written: entry kept). */
 int cache_nodes_remove(struct cache_nodes *t, uint64_t nodeid);
+
+/* Make sure the next adds have room, before the caller makes something
+ * at the origin whose node-id it must then record: in memory (entry
+ * slots, handle bytes: see the limits in cachegw(8)) and on disk (bytes
+ * allocated beyond the file's end, so that a full disk cannot fail the
+ * record's write). 0, or -ENOSPC (no room: the caller should refuse what
+ * it was about to do), -EROFS, -errno. On a file system without
+ * fallocate(2) only the memory part is checked. */
+int cache_nodes_room(struct cache_nodes *t);
+
+/* Copy up to max live entries into out, starting at *cursor (0 for the
+ * first call), and advance *cursor; 0 when there are no more. Entries
+ * added or removed during a walk may or may not be seen; none is seen
+ * twice (a removed entry's slot may be taken by a new one). */
+size_t cache_nodes_list(struct cache_nodes *t, uint64_t *cursor,
+			struct cache_nodes_ent *out, size_t max);
 
 /* Fill *st. Never fails. */
 void cache_nodes_stats(struct cache_nodes *t, struct cache_nodes_stats *st);

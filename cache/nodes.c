@@ -20,6 +20,13 @@
  * largest of the header's reserved_id, every RESERVE and every ADD id + 1.
  * Seeding the checksum with the generation keeps records of another table
  * (or copied handle bytes) from passing as ours.
+ *
+ * Room: the file keeps NODES_ROOM_CHUNK bytes allocated beyond its end
+ * (fallocate, KEEP_SIZE), topped up by cache_nodes_room() before a caller
+ * makes something at the origin, so a full disk refuses the CREATE before
+ * the origin makes the file, not after. Removals leave dead records: the
+ * file is rewritten (compacted) when it is more than twice what its live
+ * entries need, at open and at run time.
  */
 #include <endian.h>
 #include <errno.h>
@@ -56,6 +63,11 @@
 #define NODES_BATCH 65536		/* ids reserved per fdatasync */
 #define NODES_LOAD_BUF (4u << 20)
 #define NODES_COMPACT_SLACK (64u << 10)	/* bytes of waste never compacted */
+#define NODES_ROOM_LOW (16u << 10)	/* room() tops up below this much */
+#define NODES_ROOM_CHUNK (64u << 10)	/* bytes allocated ahead at a time */
+#define NODES_ROOM_ENTRIES 1024		/* in-memory headroom room() wants */
+#define NODES_ARENA_MAX UINT32_MAX	/* bytes of handles, all entries */
+#define NODES_SLOTS_MAX (UINT32_MAX - 1)	/* entry slots */
 
 struct node_ent {
 	uint64_t id;			/* 0: free slot */
@@ -97,6 +109,12 @@ struct cache_nodes {
 	struct hslot *htab;		/* by handle */
 	uint64_t tab_cap;		/* slots of each table, power of 2 */
 	unsigned tab_shift;		/* 32 - log2(tab_cap) */
+
+	uint64_t room_end;		/* file bytes allocated (fallocate) */
+	bool room_unsupported;		/* fallocate: EOPNOTSUPP */
+	uint64_t compact_retry;		/* a failed run-time compaction:
+					 * not again before log_end > this */
+	uint64_t compactions;		/* run-time compactions done */
 
 	uint64_t skipped_bytes;		/* set at open */
 	bool compacted;			/* set at open */
@@ -470,8 +488,8 @@ static int ent_add(struct cache_nodes *t, uint64_t id, uint64_t parent,
 		if (t->arena_dead > t->arena_len / 2 &&
 		    !arena_compact(t) && t->arena_len + hlen <= t->arena_cap)
 			goto have_room;
-		if (cap > UINT32_MAX)
-			cap = UINT32_MAX;
+		if (cap > NODES_ARENA_MAX)
+			cap = NODES_ARENA_MAX;
 		if (t->arena_len + hlen > cap)
 			return -ENOSPC;
 		a = realloc(t->arena, cap);
@@ -489,8 +507,8 @@ have_room:
 			uint64_t cap = t->ents_cap ? t->ents_cap * 2ull : 4096;
 			struct node_ent *n;
 
-			if (cap > UINT32_MAX - 1)
-				cap = UINT32_MAX - 1;
+			if (cap > NODES_SLOTS_MAX)
+				cap = NODES_SLOTS_MAX;
 			if (cap <= t->nents)
 				return -ENOSPC;
 			n = realloc(t->ents, cap * sizeof(*n));
@@ -534,7 +552,15 @@ static void ent_remove(struct cache_nodes *t, uint32_t idx)
 
 /* ---- the log ------------------------------------------------------------ */
 
+/* Bytes a compacted file of the live entries takes. Lock held. */
+static uint64_t live_file_bytes(const struct cache_nodes *t)
+{
+	return NODES_HDR_SIZE + t->live * REC_FIXED + t->live_hbytes;
+}
+
+
 static int recover(struct cache_nodes *t);
+static int room_on_disk(struct cache_nodes *t);
 static void set_broken(struct cache_nodes *t, const char *what, int err);
 
 /* Append one record. On failure the log is cut back to where it was; if
@@ -789,6 +815,7 @@ static int compact(struct cache_nodes *t)
 		close(t->fd);
 	t->fd = fd;
 	t->log_end = size;
+	t->room_end = size;	/* a new file: nothing allocated ahead */
 	t->hwm = t->next_id;
 	t->compacted = true;
 	return 0;
@@ -986,7 +1013,7 @@ int cache_nodes_open(const char *cache_dir, bool readonly,
 	t->log_end = rp.good_end;
 	/* 5. Writable: cut a torn tail; compact when damaged or mostly
 	 * garbage. */
-	live_bytes = NODES_HDR_SIZE + t->live * REC_FIXED + t->live_hbytes;
+	live_bytes = live_file_bytes(t);
 	if (!readonly && (rp.mid_damage || (rp.good_end > 2 * live_bytes &&
 			  rp.good_end - live_bytes > NODES_COMPACT_SLACK))) {
 		ret = compact(t);
@@ -1007,6 +1034,10 @@ int cache_nodes_open(const char *cache_dir, bool readonly,
 	}
 	if (!readonly) {
 		int e, n;
+
+		/* Room for the first records (best effort: a full disk
+		 * refuses creates later, at cache_nodes_room). */
+		(void)room_on_disk(t);
 
 		if (cache_inject_getenv("CACHEGW_INJECT_NODES_ERROR", &e, &n))
 			cache_nodes_inject_error(t, e, n);
@@ -1208,6 +1239,33 @@ out_unlock:
 	return ret;
 }
 
+/* Removals leave dead records behind: rewrite the file when it is more
+ * than twice what the live entries need (and the waste is worth a
+ * rewrite), so that a table whose files come and go does not grow for
+ * ever. A rewrite that fails (a full disk) is not tried again before the
+ * file has grown by half the live size more: the appends go on meanwhile.
+ * Lock held (wr). */
+static void maybe_compact(struct cache_nodes *t)
+{
+	uint64_t live = live_file_bytes(t);
+	int ret;
+
+	if (t->log_end <= 2 * live ||
+	    t->log_end - live <= NODES_COMPACT_SLACK ||
+	    t->log_end <= t->compact_retry)
+		return;
+	ret = compact(t);
+	if (ret) {
+		t->compact_retry = t->log_end + live / 2 + NODES_COMPACT_SLACK;
+		cache_log("node-id table: compaction failed (%s); the log "
+			  "keeps growing until it can be rewritten",
+			  strerror(-ret));
+		return;
+	}
+	t->compactions++;
+	t->compact_retry = 0;
+}
+
 int cache_nodes_remove(struct cache_nodes *t, uint64_t nodeid)
 {
 	uint8_t rec[REC_MAX];
@@ -1225,8 +1283,10 @@ int cache_nodes_remove(struct cache_nodes *t, uint64_t nodeid)
 	}
 	len = rec_encode(rec, t->gen, REC_REMOVE, nodeid, 0, NULL, 0);
 	ret = log_append(t, rec, len);
-	if (!ret)
+	if (!ret) {
 		ent_remove(t, idx);
+		maybe_compact(t);
+	}
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -1237,11 +1297,84 @@ void cache_nodes_stats(struct cache_nodes *t, struct cache_nodes_stats *st)
 	pthread_rwlock_rdlock(&t->lock);
 	st->entries = t->live;
 	st->file_bytes = t->log_end;
-	st->live_bytes = NODES_HDR_SIZE + t->live * REC_FIXED + t->live_hbytes;
+	st->live_bytes = live_file_bytes(t);
+	st->compactions = t->compactions;
 	st->next_id = t->next_id;
 	st->reserved_id = t->hwm;
 	st->skipped_bytes = t->skipped_bytes;
 	st->generation = t->gen;
 	st->compacted = t->compacted;
 	pthread_rwlock_unlock(&t->lock);
+}
+
+/* Top up the bytes allocated beyond the file's end. 0, -ENOSPC, -errno.
+ * Lock held (wr) or not yet shared. */
+static int room_on_disk(struct cache_nodes *t)
+{
+	uint64_t want = NODES_ROOM_CHUNK;
+	int ret;
+
+	if (t->room_unsupported || t->room_end >= t->log_end + NODES_ROOM_LOW)
+		return 0;
+	for (;;) {
+		ret = nodes_inject(t);
+		if (!ret && fallocate(t->fd, FALLOC_FL_KEEP_SIZE,
+				      (off_t)t->log_end, (off_t)want) < 0)
+			ret = -errno;
+		if (!ret) {
+			t->room_end = t->log_end + want;
+			return 0;
+		}
+		if (ret == -EOPNOTSUPP) {
+			/* A file system without it: appends may then fail
+			 * with ENOSPC after the origin acted (cachegw(8)). */
+			t->room_unsupported = true;
+			return 0;
+		}
+		if (ret != -ENOSPC || want == NODES_ROOM_LOW)
+			return ret;
+		want = NODES_ROOM_LOW;	/* what is left may still do */
+	}
+}
+
+int cache_nodes_room(struct cache_nodes *t)
+{
+	int ret = 0;
+
+	if (t->readonly)
+		return -EROFS;
+	pthread_rwlock_wrlock(&t->lock);
+	/* In memory: entry slots and arena room for a few adds. */
+	if ((t->free1 == 0 && t->nents + (uint64_t)NODES_ROOM_ENTRIES >
+	     NODES_SLOTS_MAX) ||
+	    t->arena_len - t->arena_dead + (uint64_t)NODES_ROOM_ENTRIES *
+	    CACHE_NODES_HANDLE_MAX > NODES_ARENA_MAX ||
+	    (t->live + NODES_ROOM_ENTRIES) * 10 > (1ull << 32) * 7)
+		ret = -ENOSPC;
+	else
+		ret = room_on_disk(t);
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+size_t cache_nodes_list(struct cache_nodes *t, uint64_t *cursor,
+			struct cache_nodes_ent *out, size_t max)
+{
+	size_t n = 0;
+	uint64_t i;
+
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = *cursor; i < t->nents && n < max; i++) {
+		const struct node_ent *e = &t->ents[i];
+
+		if (!e->id)
+			continue;
+		out[n].id = e->id;
+		out[n].hlen = e->hlen;
+		memcpy(out[n].h, ent_handle(t, e), e->hlen);
+		n++;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	*cursor = i;
+	return n;
 }

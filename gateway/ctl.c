@@ -6,6 +6,7 @@
  *   stats       human-readable counters
  *   prometheus  Prometheus text exposition format
  *   mountpoint, cached PATH, drain: for `warm` (ctl_warm.c)
+ *   reclaim     one pass over the node-id table (reclaim.c)
  * GW_CTL_THREADS threads each take the next client (the listening socket
  * is non-blocking; a thread that loses the accept race polls again), so a
  * `cached` stuck on an origin that does not answer, or a long `drain`,
@@ -133,6 +134,29 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("data_buffer_bytes", "gauge",
 	  "Bytes of data buffers mapped (in use and recycled).",
 	  gw_buf_mapped());
+	if (gw->nodes) {
+		struct cache_nodes_stats ns;
+		struct gw_reclaim_counters rc;
+
+		cache_nodes_stats(gw->nodes, &ns);
+		gw_reclaim_counters(gw, &rc);
+		M("nodes_entries", "gauge",
+		  "Node-ids in the persistent node-id table.", ns.entries);
+		M("nodes_file_bytes", "gauge",
+		  "Bytes of the node-id table's file (compacted when more than twice its live entries).",
+		  ns.file_bytes);
+		M("nodes_reclaim_runs_total", "counter",
+		  "Passes that asked the origin about node-ids the kernel does not hold.",
+		  rc.runs);
+		M("nodes_reclaim_checked_total", "counter",
+		  "Node-ids those passes asked the origin about.", rc.checked);
+		M("nodes_reclaimed_total", "counter",
+		  "Node-ids given up because the origin called their files stale.",
+		  rc.reclaimed);
+		M("nodes_room_refusals_total", "counter",
+		  "Creates refused with ENOSPC before reaching the origin: the node-id table had no room.",
+		  rc.refusals);
+	}
 #undef M
 	return n;
 }
@@ -218,8 +242,8 @@ static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
 
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 {
-	struct metric m[32];
-	size_t n = collect(gw, m, 32), i;
+	struct metric m[48];
+	size_t n = collect(gw, m, 48), i;
 
 	for (i = 0; i < n; i++) {
 		if (prometheus)
@@ -253,6 +277,24 @@ static void peer_cred(int fd, struct nfsc_cred *cr)
 		cr->uid = uc.uid;
 		cr->gid = uc.gid;
 	}
+}
+
+/* "reclaim": one pass now (reclaim.c); one line of what it did. */
+static void ctl_reclaim(struct gw *gw, FILE *out)
+{
+	struct gw_reclaim_result r;
+	int ret = gw_reclaim_run(gw, &r);
+
+	if (ret)
+		fprintf(out, "error: reclaim: %s\n", strerror(-ret));
+	else
+		fprintf(out, "checked %llu held %llu reclaimed %llu "
+			"unanswered %llu entries %llu\n",
+			(unsigned long long)r.checked,
+			(unsigned long long)r.held,
+			(unsigned long long)r.reclaimed,
+			(unsigned long long)r.errors,
+			(unsigned long long)r.entries);
 }
 
 static void serve_client(struct gw *gw, int fd)
@@ -293,9 +335,12 @@ static void serve_client(struct gw *gw, int fd)
 		gw_ctl_cached(gw, &cr, cmd + 7, out);
 	} else if (!strcmp(cmd, "drain"))
 		gw_ctl_drain(gw, out);
+	else if (!strcmp(cmd, "reclaim"))
+		ctl_reclaim(gw, out);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
-			"prometheus, mountpoint, cached PATH, drain)\n", cmd);
+			"prometheus, mountpoint, cached PATH, drain, "
+			"reclaim)\n", cmd);
 	fclose(out);
 }
 

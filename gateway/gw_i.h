@@ -95,6 +95,8 @@ struct gw_opts {
 	uint64_t readahead;		/* bytes, max readahead window */
 	unsigned max_threads;		/* FUSE worker threads */
 	unsigned dir_max_entries;	/* entries of one listing, more: EFBIG */
+	uint64_t reclaim_after;		/* node-id table entries added before
+					 * a reclaim pass (0: on demand only) */
 	uint64_t write_window;		/* bytes of WRITE in flight */
 	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
 					 * (0: the global dirty limits) */
@@ -446,6 +448,33 @@ int gw_fill_start(struct gw *gw);
 /* Fill what is queued, then stop. */
 void gw_fill_stop(struct gw *gw);
 
+/* reclaim.c: node-ids of files gone at the origin. */
+struct gw_reclaim;
+struct gw_reclaim_result {
+	uint64_t checked;		/* entries walked */
+	uint64_t held;			/* of them held by the kernel: skipped */
+	uint64_t reclaimed;		/* removed: the origin called them stale */
+	uint64_t errors;		/* not known (no answer, other errors):
+					 * kept */
+	uint64_t entries;		/* live entries after the pass */
+};
+struct gw_reclaim_counters {
+	uint64_t runs, checked, held, reclaimed, errors;
+	uint64_t refusals;		/* makes refused: no room in the table */
+};
+int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
+void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
+void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
+/* One pass now (waits for a pass in progress first). 0, -EINTR (told to
+ * stop), -ENOMEM, -ENOTCONN (not started). */
+int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
+/* An entry was added to the table: may start a pass. */
+void gw_reclaim_note_add(struct gw *gw);
+/* Before a CREATE, MKDIR, MKNOD or SYMLINK at the origin: 0, or -ENOSPC
+ * when the node-id table could not record what it makes (counted). */
+int gw_reclaim_room(struct gw *gw);
+void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
+
 /* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
  * use), or NULL: ino->obj's own may be dropped by the last release as soon
@@ -585,6 +614,7 @@ struct gw {
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
 	struct gw_itable it;		/* its own lock */
+	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
 	/* control socket: set by gw_ctl_start, used by the ctl threads,
 	 * torn down by gw_ctl_stop after joining them */
 	int ctl_fd;

@@ -205,6 +205,8 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		 * what the caller replies, not ENOMEM. */
 		ret = cache_nodes_add(gw->nodes, fh->data, fh->len, parent,
 				      &nodeid, &gen);
+		if (ret == 1)
+			gw_reclaim_note_add(gw);
 		if (ret >= 0 && !(ino = inode_new(fh, nodeid)))
 			ret = -ENOMEM;
 		if (ret < 0) {

@@ -277,6 +277,13 @@ static int run(struct gw_opts *o)
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_unmount;
 	}
+	ret = gw_reclaim_start(&gw);
+	if (ret) {
+		fprintf(stderr, "cachegw: cannot start the reclaim thread: "
+			"%s\n", strerror(-ret));
+		ret = EXIT_FAILURE;
+		goto out_unmount;
+	}
 	ret = gw_ctl_start(&gw, o->cache_dir);
 	if (ret) {
 		fprintf(stderr, "cachegw: cannot serve the control socket in "
@@ -347,7 +354,9 @@ out_itable:
 	 * connection threads may still complete calls into inodes: stop
 	 * them before freeing what they use. */
 	gw_metrics_stop(&gw);
+	gw_reclaim_stop(&gw);
 	gw_ctl_stop(&gw);
+	gw_reclaim_free(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
 	if (gw.fill_started)

@@ -96,6 +96,18 @@ static void mode_sattr(mode_t mode, struct nfsc_sattr *sa)
 		return;							\
 	}
 
+/* Before making a file at the origin: room to record its node-id, or
+ * ENOSPC with nothing made (not a file made that the kernel never hears
+ * of). */
+#define ROOM_OR_ENOSPC(gw, req)						\
+	do {								\
+		int room_ = gw_reclaim_room(gw);			\
+		if (room_) {						\
+			fuse_reply_err(req, -room_);			\
+			return;						\
+		}							\
+	} while (0)
+
 void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
@@ -106,6 +118,7 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_cred cr;
 	int ret;
 
+	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
 	ret = nfsc_mkdir(gw->nfs, &cr, &p->fh, name, &sa, &c);
@@ -126,6 +139,7 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	enum nfsc_type type;
 	int ret;
 
+	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
 	switch (mode & S_IFMT) {
@@ -158,6 +172,7 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	struct nfsc_cred cr;
 	int ret;
 
+	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	ret = nfsc_symlink(gw->nfs, &cr, &p->fh, name, target, &c);
 	if (ret)
@@ -177,6 +192,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool existed = false;
 	int ret;
 
+	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
 	/* UNCHECKED would reset an existing file's attributes; O_EXCL asks

@@ -41,6 +41,7 @@ static const struct fuse_opt gw_optspec[] = {
 	OPT("bstop=%u", bstop),
 	OPT("max_threads=%u", max_threads),
 	OPT("dir_max_entries=%u", dir_max_entries),
+	OPT("reclaim_after=%lu", reclaim_after),
 	OPT("logfile=%s", logfile),
 	OPT("drain_timeout=%u", drain_timeout),
 	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
@@ -134,6 +135,9 @@ void gw_usage(const char *prog)
 "  max_threads=N        FUSE worker threads [16]\n"
 "  dir_max_entries=N    entries in one directory listing; a larger\n"
 "                       directory fails to open with EFBIG [2097152]\n"
+"  reclaim_after=N      after N new node-ids (and the table's size at the\n"
+"                       last pass), drop those of files gone at the origin\n"
+"                       [100000; 0: only on cachegw-inspect reclaim]\n"
 "  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
@@ -377,6 +381,7 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	o->bstop = 3;
 	o->max_threads = 16;
 	o->dir_max_entries = 2097152;
+	o->reclaim_after = 100000;
 	o->write_window = 64u << 20;
 	o->drain_timeout = 30;
 	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||

@@ -3,7 +3,7 @@
  * Offline subcommands (ls, show, verify, evict) read the cache through
  * cache/'s API; ls/show/verify work beside a live gateway (read-only),
  * verify --repair and evict refuse while one holds the cache. stats talks
- * to a live gateway over DIR/control.sock; warm reads files through a
+ * to a live gateway over DIR/control.sock (so does reclaim); warm reads files through a
  * live mount into its cache, top shows a live gateway's rates.
  *
  * Exit status: 0 ok, 1 failure (or damage found by verify), 2 usage error
@@ -42,6 +42,9 @@ static void usage(FILE *f)
 		"                                           gateway's mount into its cache\n"
 		"  top     --cache-dir DIR [--once] [--interval S]\n"
 		"                                           a live gateway's rates\n"
+		"  reclaim --cache-dir DIR                  a live gateway drops the\n"
+		"                                           node-ids of files gone at\n"
+		"                                           the origin, now\n"
 		"OBJECT is the 16-hex-digit name shown by ls.\n", prog);
 }
 
@@ -287,6 +290,25 @@ static int cmd_stats(struct args *a)
 	return 0;
 }
 
+/* ---- reclaim: one pass over a live gateway's node-id table ---- */
+static int cmd_reclaim(struct args *a)
+{
+	char *reply;
+	int ret;
+
+	if (a->object)
+		return usage_err("reclaim takes no OBJECT");
+	ret = ctl_ask(a->dir, "reclaim", &reply);
+	if (ret) {
+		ctl_perror(a->dir, ret);
+		return 1;
+	}
+	fputs(reply, stdout);
+	ret = !strncmp(reply, "error:", 6);
+	free(reply);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -299,6 +321,7 @@ int main(int argc, char **argv)
 		{ "verify", "dr", cmd_verify },
 		{ "evict", "da", cmd_evict },
 		{ "stats", "dp", cmd_stats },
+		{ "reclaim", "d", cmd_reclaim },
 	};
 	struct args a = { 0 };
 
