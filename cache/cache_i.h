@@ -10,8 +10,7 @@
  *   c->sq_lock   the io_uring SQ and c->ring_reqs (requests on the ring)
  *   c->io_lock   slots and bytes of fills in flight (cache_drain waits)
  *   c->sub_lock  the fills waiting for the submitter thread (c->sub_head)
- *   t->lock      (nodes.c, an rwlock) the node-id table; unrelated to
- *                the others, taken under none of them
+ * (The node-id table, nodes/, has its own lock, taken under none of these.)
  *
  *   o->write_lock -> o->lock (cache_write: the caller's own writes)
  *   o->lock -> c->lock       (put, accounting, a fill taking a reference)
@@ -148,24 +147,6 @@ int cache_meta_read_hdr(struct cache *c, int fd, struct meta_hdr *h);
 int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h);
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap);
-
-/* ---- fault injection, shared by io.c and nodes.c ---------------------------
- * *count: calls still to fail (<0: all of them, 0: none); *err: the errno
- * they fail with. Returns 0, or -errno for a call that is to fail. */
-static inline int cache_inject_take(int *count, const int *err)
-{
-	int cnt = __atomic_load_n(count, __ATOMIC_ACQUIRE);
-
-	do {
-		if (cnt == 0)
-			return 0;
-		if (cnt < 0)
-			break;
-	} while (!__atomic_compare_exchange_n(count, &cnt, cnt - 1, false,
-					      __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
-	return -__atomic_load_n(err, __ATOMIC_RELAXED);
-}
 
 /* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "fileio.h"
 #include "injectenv.h"
 #include "lockcheck.h"
 
@@ -37,7 +38,7 @@ int cache_inject(struct cache *c, unsigned op)
 {
 	if (!(__atomic_load_n(&c->inject_ops, __ATOMIC_ACQUIRE) & op))
 		return 0;
-	return cache_inject_take(&c->inject_count, &c->inject_err);
+	return inject_take(&c->inject_count, &c->inject_err);
 }
 
 #if CACHEGW_FAULT_INJECTION
@@ -113,24 +114,9 @@ ssize_t cache_pread(struct cache *c, int fd, void *buf, size_t len,
 int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
 		 off_t off)
 {
-	size_t done = 0;
 	int ret = cache_inject(c, CACHE_INJECT_WRITE);
 
-	if (ret)
-		return ret;
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done,
-				   off + done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += n;
-	}
-	return 0;
+	return ret ? ret : pwrite_all(fd, buf, len, (uint64_t)off);
 }
 
 int cache_ftruncate(struct cache *c, int fd, off_t len)

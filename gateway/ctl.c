@@ -135,10 +135,10 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  "Bytes of data buffers mapped (in use and recycled).",
 	  gw_buf_mapped());
 	if (gw->nodes) {
-		struct cache_nodes_stats ns;
+		struct nodes_stats ns;
 		struct gw_reclaim_counters rc;
 
-		cache_nodes_stats(gw->nodes, &ns);
+		nodes_stats(gw->nodes, &ns);
 		gw_reclaim_counters(gw, &rc);
 		M("nodes_entries", "gauge",
 		  "Node-ids in the persistent node-id table.", ns.entries);

@@ -25,7 +25,7 @@
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
  * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
- *   1. gw->it.lock (the inode table). Held across cache_nodes_* calls
+ *   1. gw->it.lock (the inode table). Held across nodes_* calls
  *      (the node-id table's own lock), never while taking an ino->lock.
  *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
  *      across cache_obj_set_coh and the own write's cache_write_ref
@@ -63,11 +63,12 @@
 #include "lathist.h"
 #include "lockcheck.h"
 #include "nfsc.h"
+#include "nodes.h"
 
 struct cache;
 struct gw;
 struct cache_obj;
-struct cache_nodes;
+struct nodes;
 
 /* ---- opts.c ---- */
 
@@ -602,7 +603,7 @@ struct gw {
 	struct nfsc *nfs;		/* set at start; thread-safe */
 	struct cache *cache;		/* set at start (NULL: no cache);
 					 * thread-safe */
-	struct cache_nodes *nodes;	/* persistent node-id table; set at
+	struct nodes *nodes;	/* persistent node-id table; set at
 					 * start; thread-safe */
 	uint32_t generation;		/* the node-id table's generation:
 					 * node-ids below handle_cutover

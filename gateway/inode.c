@@ -3,7 +3,7 @@
  * Two chained hash tables over the same inodes, one keyed by node-id (what
  * the kernel sends) and one by origin file handle (what LOOKUP/READDIRPLUS
  * return), so one origin file is one inode. Node-ids come from the cache's
- * persistent node-id table (cache_nodes_*): never reused, and the same
+ * persistent node-id table (nodes_*): never reused, and the same
  * origin handle gets the same node-id in every run, so handles a
  * re-exporter gave its clients keep working after a restart. An inode lives
  * in memory while the kernel holds lookup references to it (nlookup); the
@@ -203,7 +203,7 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		/* Written to the table before the kernel ever sees it. A
 		 * table that cannot write says why (EIO, ENOSPC): that is
 		 * what the caller replies, not ENOMEM. */
-		ret = cache_nodes_add(gw->nodes, fh->data, fh->len, parent,
+		ret = nodes_add(gw->nodes, fh->data, fh->len, parent,
 				      &nodeid, &gen);
 		if (ret == 1)
 			gw_reclaim_note_add(gw);
@@ -222,7 +222,7 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		   attr && attr->type == NFSC_DIR) {
 		/* A directory moved: ".." must follow it. */
 		ino->parent = parent;
-		cache_nodes_set_parent(gw->nodes, ino->nodeid, parent);
+		nodes_set_parent(gw->nodes, ino->nodeid, parent);
 	}
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
@@ -475,7 +475,7 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 	pthread_mutex_unlock(&t->lock);
 	if (ino)
 		return ino;
-	if (cache_nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
+	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
 			    &gen) < 0)
 		return NULL;
 	fh.len = (uint32_t)len;
@@ -512,7 +512,7 @@ uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino)
 void gw_inode_gone(struct gw *gw, struct gw_inode *ino)
 {
 	if (ino != gw->it.root)
-		cache_nodes_remove(gw->nodes, ino->nodeid);
+		nodes_remove(gw->nodes, ino->nodeid);
 }
 
 void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,

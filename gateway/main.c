@@ -159,18 +159,18 @@ static int open_cache(struct gw *gw)
 		.bstop = gw->o->bstop,
 	};
 	char err[512];
-	struct cache_nodes_stats ns;
+	struct nodes_stats ns;
 	int ret;
 
 	ret = cache_open(&co, &gw->cache, err, sizeof(err));
 	if (!ret)
-		ret = cache_nodes_open(gw->o->cache_dir, false, &gw->nodes,
+		ret = nodes_open(gw->o->cache_dir, false, &gw->nodes,
 				       err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "cachegw: %s\n", err);
 		return ret;
 	}
-	cache_nodes_stats(gw->nodes, &ns);
+	nodes_stats(gw->nodes, &ns);
 	gw->generation = ns.generation;
 	ret = gw_handle_key_load(gw, gw->o->cache_dir, ns.reserved_id);
 	if (ret) {
@@ -368,7 +368,7 @@ out_nfs:
 out_cache:
 	gw_ctl_stop(&gw);
 	if (gw.nodes)
-		cache_nodes_close(gw.nodes);
+		nodes_close(gw.nodes);
 	if (gw.cache)
 		cache_close(gw.cache);	/* completes the fills holding buffers */
 	gw_buf_trim(true);

@@ -1,6 +1,6 @@
 /* reclaim.c - giving back the node-ids of files that are gone at the origin.
  *
- * The node-id table (cache_nodes_*) keeps a node-id for every handle the
+ * The node-id table (nodes_*) keeps a node-id for every handle the
  * kernel was ever given, for ever: a re-export client may hold any of
  * them. A file removed through this gateway is forgotten when a GETATTR of
  * it answers ESTALE; one removed at the origin by someone else (a build
@@ -163,7 +163,7 @@ static void settle(struct gw *gw, const struct probe *p, unsigned n,
 
 	for (unsigned i = 0; i < n; i++) {
 		if (p[i].status == -ESTALE) {
-			int ret = cache_nodes_remove(gw->nodes, p[i].id);
+			int ret = nodes_remove(gw->nodes, p[i].id);
 
 			if (ret == 0 || ret == -ENOENT)
 				res->reclaimed += ret == 0;
@@ -179,9 +179,9 @@ static void settle(struct gw *gw, const struct probe *p, unsigned n,
 int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res)
 {
 	struct gw_reclaim *r = gw->reclaim;
-	struct cache_nodes_ent *ents;
+	struct nodes_ent *ents;
 	struct reclaim_batch *b;
-	struct cache_nodes_stats st;
+	struct nodes_stats st;
 	uint64_t cursor = 0;
 	bool whole = true;
 	unsigned np = 0;
@@ -201,7 +201,7 @@ int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res)
 	__atomic_store_n(&r->adds, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->pending, false, __ATOMIC_RELEASE);
 	while (whole && !stopping(r) &&
-	       (n = cache_nodes_list(gw->nodes, &cursor, ents,
+	       (n = nodes_list(gw->nodes, &cursor, ents,
 				     GW_RECLAIM_BATCH)) > 0) {
 		for (size_t i = 0; i < n && whole; i++) {
 			struct probe *p = &b->p[np];
@@ -229,7 +229,7 @@ int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res)
 	/* The pass's reference; an abandoned batch is its callbacks'. */
 	pthread_mutex_lock(&b->lock);
 	batch_put_locked(b);
-	cache_nodes_stats(gw->nodes, &st);
+	nodes_stats(gw->nodes, &st);
 	res->entries = st.entries;
 	/* The next pass by itself: after reclaim_after= adds, and not
 	 * before the table could have doubled. */
@@ -269,7 +269,7 @@ void gw_reclaim_note_add(struct gw *gw)
 
 int gw_reclaim_room(struct gw *gw)
 {
-	int ret = cache_nodes_room(gw->nodes);
+	int ret = nodes_room(gw->nodes);
 
 	if (ret == -ENOSPC && gw->reclaim)
 		__atomic_add_fetch(&gw->reclaim->refusals, 1,

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "nodes.h"
 
 #define HLEN 32
 
@@ -60,7 +60,7 @@ static int rm_table(const char *dir)
 {
 	char p[4096];
 
-	snprintf(p, sizeof(p), "%s/%s", dir, CACHE_NODES_FILE);
+	snprintf(p, sizeof(p), "%s/%s", dir, NODES_FILE);
 	if (unlink(p) && errno != ENOENT)
 		return -errno;
 	return rmdir(dir) ? -errno : 0;
@@ -68,8 +68,8 @@ static int rm_table(const char *dir)
 
 static int load_main(const char *dir, uint64_t n)
 {
-	struct cache_nodes *t;
-	struct cache_nodes_stats st;
+	struct nodes *t;
+	struct nodes_stats st;
 	struct rusage ru;
 	char err[256] = "";
 	uint8_t h[HLEN];
@@ -81,7 +81,7 @@ static int load_main(const char *dir, uint64_t n)
 
 	/* 1. Load, as a restarted gateway would, from a cold page cache
 	 * (this file's pages only: the machine is shared). */
-	snprintf(path, sizeof(path), "%s/%s", dir, CACHE_NODES_FILE);
+	snprintf(path, sizeof(path), "%s/%s", dir, NODES_FILE);
 	fd = open(path, O_RDONLY);
 	if (fd >= 0) {
 		fdatasync(fd);
@@ -90,19 +90,19 @@ static int load_main(const char *dir, uint64_t n)
 	}
 	rss_before = rss_kib("VmRSS:");
 	t0 = now();
-	ret = cache_nodes_open(dir, false, &t, err, sizeof(err));
+	ret = nodes_open(dir, false, &t, err, sizeof(err));
 	load_s = now() - t0;
 	if (ret) {
 		fprintf(stderr, "reopen: %s\n", err);
 		return 1;
 	}
-	cache_nodes_stats(t, &st);
+	nodes_stats(t, &st);
 
 	/* 2. Lookups by handle. */
 	t0 = now();
 	for (uint64_t i = 0; i < n; i++) {
 		mk_handle(i, h);
-		if (cache_nodes_find(t, h, HLEN, &id, NULL)) {
+		if (nodes_find(t, h, HLEN, &id, NULL)) {
 			fprintf(stderr, "entry %llu lost\n",
 				(unsigned long long)i);
 			return 1;
@@ -125,7 +125,7 @@ static int load_main(const char *dir, uint64_t n)
 	       (rss_kib("VmRSS:") - rss_before) / 1024.0);
 	printf("%-28s %14.1f\n", "peak RSS (ru_maxrss) MiB",
 	       ru.ru_maxrss / 1024.0);
-	cache_nodes_close(t);
+	nodes_close(t);
 	return 0;
 }
 
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 	char tmpl[] = "/tmp/bench-nodes-XXXXXX", err[256] = "";
 	const char *dir = NULL;
 	uint64_t n = 1000000, id;
-	struct cache_nodes *t;
+	struct nodes *t;
 	uint8_t h[HLEN];
 	double t0, add_s;
 	char nbuf[32];
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 1. Build. */
-	ret = cache_nodes_open(dir, false, &t, err, sizeof(err));
+	ret = nodes_open(dir, false, &t, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
@@ -186,14 +186,14 @@ int main(int argc, char **argv)
 	t0 = now();
 	for (uint64_t i = 0; i < n; i++) {
 		mk_handle(i, h);
-		ret = cache_nodes_add(t, h, HLEN, 1, &id, NULL);
+		ret = nodes_add(t, h, HLEN, 1, &id, NULL);
 		if (ret < 0) {
 			fprintf(stderr, "add: %s\n", strerror(-ret));
 			return 1;
 		}
 	}
 	add_s = now() - t0;
-	cache_nodes_close(t);
+	nodes_close(t);
 
 	/* 2. Load, as a restarted gateway would, in a new process. */
 	ret = 0;

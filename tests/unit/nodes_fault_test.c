@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache_helpers.h"
+#include "check.h"
+#include "nodes.h"
 
 #define H 64			/* handles */
 
@@ -22,12 +23,12 @@ static size_t mk(uint32_t i, uint8_t *h)
 }
 
 /* Add handle i; expect the result want (1 added, or -errno). */
-static void add(struct cache_nodes *t, uint32_t i, int want)
+static void add(struct nodes *t, uint32_t i, int want)
 {
-	uint8_t h[CACHE_NODES_HANDLE_MAX];
+	uint8_t h[NODES_HANDLE_MAX];
 	size_t len = mk(i, h);
 	uint64_t id = 0;
-	int ret = cache_nodes_add(t, h, len, 100 + i, &id, NULL);
+	int ret = nodes_add(t, h, len, 100 + i, &id, NULL);
 
 	if (ret != want)
 		fprintf(stderr, "add(%u): %d (%s), expected %d\n", i, ret,
@@ -42,13 +43,13 @@ static void add(struct cache_nodes *t, uint32_t i, int want)
 	}
 }
 
-static void verify(struct cache_nodes *t)
+static void verify(struct nodes *t)
 {
 	for (uint32_t i = 0; i < H; i++) {
-		uint8_t h[CACHE_NODES_HANDLE_MAX], back[CACHE_NODES_HANDLE_MAX];
+		uint8_t h[NODES_HANDLE_MAX], back[NODES_HANDLE_MAX];
 		size_t len = mk(i, h), blen = sizeof(back);
 		uint64_t id = 0, parent = 0;
-		int ret = cache_nodes_find(t, h, len, &id, NULL);
+		int ret = nodes_find(t, h, len, &id, NULL);
 
 		if (!ids[i]) {
 			CHECK_EQ(ret, -ENOENT);
@@ -56,21 +57,21 @@ static void verify(struct cache_nodes *t)
 		}
 		CHECK_EQ(ret, 0);
 		CHECK_EQ(id, ids[i]);
-		CHECK_EQ(cache_nodes_get(t, id, back, &blen, &parent, NULL), 0);
+		CHECK_EQ(nodes_get(t, id, back, &blen, &parent, NULL), 0);
 		CHECK_EQ(blen, len);
 		CHECK(!memcmp(back, h, len));
 		CHECK_EQ(parent, parents[i]);
 	}
 }
 
-static struct cache_nodes *topen(const char *dir)
+static struct nodes *topen(const char *dir)
 {
-	struct cache_nodes *t;
+	struct nodes *t;
 	char err[256] = "";
-	int ret = cache_nodes_open(dir, false, &t, err, sizeof(err));
+	int ret = nodes_open(dir, false, &t, err, sizeof(err));
 
 	if (ret) {
-		fprintf(stderr, "cache_nodes_open: %d: %s\n", ret, err);
+		fprintf(stderr, "nodes_open: %d: %s\n", ret, err);
 		exit(1);
 	}
 	return t;
@@ -79,69 +80,69 @@ static struct cache_nodes *topen(const char *dir)
 int main(void)
 {
 	const char *dir = t_tmpdir();
-	struct cache_nodes *t = topen(dir);
-	struct cache_nodes_stats st;
+	struct nodes *t = topen(dir);
+	struct nodes_stats st;
 
 	/* 1. A failed write: that add fails with EIO, the next one works. */
-	cache_nodes_inject_error(t, EIO, 1);
+	nodes_inject_error(t, EIO, 1);
 	add(t, 0, -EIO);
 	add(t, 0, 1);
 	add(t, 1, 1);
 
 	/* 2. A failed fdatasync: after it the table used to refuse every
 	 *    change until restart. It must rewrite itself and go on. */
-	cache_nodes_inject_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_sync(t), -EIO);
+	nodes_inject_error(t, EIO, 1);
+	CHECK_EQ(nodes_sync(t), -EIO);
 	add(t, 2, 1);
 	add(t, 3, 1);
-	CHECK_EQ(cache_nodes_set_parent(t, ids[1], 7), 0);
+	CHECK_EQ(nodes_set_parent(t, ids[1], 7), 0);
 	parents[1] = 7;
-	CHECK_EQ(cache_nodes_sync(t), 0);
+	CHECK_EQ(nodes_sync(t), 0);
 	verify(t);
 
 	/* 3. The disk stays bad (ENOSPC) for a while: every change fails
 	 *    with ENOSPC, nothing is lost, nothing half-added. */
-	cache_nodes_inject_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_sync(t), -EIO);
-	cache_nodes_inject_error(t, ENOSPC, -1);
+	nodes_inject_error(t, EIO, 1);
+	CHECK_EQ(nodes_sync(t), -EIO);
+	nodes_inject_error(t, ENOSPC, -1);
 	add(t, 4, -ENOSPC);
 	add(t, 5, -ENOSPC);
-	CHECK_EQ(cache_nodes_remove(t, ids[2]), -ENOSPC);
-	CHECK_EQ(cache_nodes_set_parent(t, ids[3], 9), -ENOSPC);
-	CHECK_EQ(cache_nodes_sync(t), -ENOSPC);
+	CHECK_EQ(nodes_remove(t, ids[2]), -ENOSPC);
+	CHECK_EQ(nodes_set_parent(t, ids[3], 9), -ENOSPC);
+	CHECK_EQ(nodes_sync(t), -ENOSPC);
 	verify(t);
 	/* The disk is back: the next change recovers the table. */
-	cache_nodes_inject_error(t, 0, 0);
+	nodes_inject_error(t, 0, 0);
 	add(t, 4, 1);
-	CHECK_EQ(cache_nodes_remove(t, ids[2]), 0);
+	CHECK_EQ(nodes_remove(t, ids[2]), 0);
 	ids[2] = 0;
 	for (uint32_t i = 10; i < H; i++)
 		add(t, i, 1);
-	CHECK_EQ(cache_nodes_sync(t), 0);
+	CHECK_EQ(nodes_sync(t), 0);
 	verify(t);
 
 	/* 4. A fdatasync that fails at the first add of a batch (the id
 	 *    reservation): that add fails with EIO, the next one works. */
-	cache_nodes_stats(t, &st);
-	cache_nodes_close(t);
+	nodes_stats(t, &st);
+	nodes_close(t);
 	t = topen(dir);
 	verify(t);
-	cache_nodes_inject_sync_error(t, EIO, 1);
+	nodes_inject_sync_error(t, EIO, 1);
 	add(t, 6, -EIO);
 	add(t, 6, 1);
 	add(t, 7, 1);
 
 	/* 5. A failed fdatasync at close: the reopened table still has
 	 *    every mapping that was added. */
-	cache_nodes_inject_sync_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_sync(t), -EIO);
+	nodes_inject_sync_error(t, EIO, 1);
+	CHECK_EQ(nodes_sync(t), -EIO);
 	add(t, 8, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(dir);
 	verify(t);
-	cache_nodes_stats(t, &st);
+	nodes_stats(t, &st);
 	CHECK(st.next_id > max_seen);
 	add(t, 9, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 	return 0;
 }

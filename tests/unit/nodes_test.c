@@ -11,7 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache_helpers.h"
+#include "check.h"
+#include "nodes.h"
 
 #define N 2000			/* handles of the single-threaded parts */
 #define THREADS 4
@@ -53,36 +54,36 @@ static size_t mk_handle(uint32_t i, uint32_t salt, uint8_t *h)
 	return len;
 }
 
-static struct cache_nodes *topen(bool ro)
+static struct nodes *topen(bool ro)
 {
-	struct cache_nodes *t;
+	struct nodes *t;
 	char err[256] = "";
-	int ret = cache_nodes_open(dir, ro, &t, err, sizeof(err));
+	int ret = nodes_open(dir, ro, &t, err, sizeof(err));
 
 	if (ret) {
-		fprintf(stderr, "cache_nodes_open: %d: %s\n", ret, err);
+		fprintf(stderr, "nodes_open: %d: %s\n", ret, err);
 		exit(1);
 	}
 	return t;
 }
 
-static struct cache_nodes_stats tstats(struct cache_nodes *t)
+static struct nodes_stats tstats(struct nodes *t)
 {
-	struct cache_nodes_stats st;
+	struct nodes_stats st;
 
-	cache_nodes_stats(t, &st);
+	nodes_stats(t, &st);
 	return st;
 }
 
-static uint64_t add(struct cache_nodes *t, uint32_t i, uint32_t salt,
+static uint64_t add(struct nodes *t, uint32_t i, uint32_t salt,
 		    uint64_t parent, int expect)
 {
-	uint8_t h[CACHE_NODES_HANDLE_MAX];
+	uint8_t h[NODES_HANDLE_MAX];
 	size_t len = mk_handle(i, salt, h);
 	uint64_t id = 0;
 	uint32_t gen = 0;
 
-	CHECK_EQ(cache_nodes_add(t, h, len, parent, &id, &gen), expect);
+	CHECK_EQ(nodes_add(t, h, len, parent, &id, &gen), expect);
 	CHECK(gen != 0);
 	CHECK(id >= 2);
 	if (expect == 1) {
@@ -94,15 +95,15 @@ static uint64_t add(struct cache_nodes *t, uint32_t i, uint32_t salt,
 
 /* Every handle i maps to ids[i] both ways (or is absent if ids[i] == 0).
  * Returns how many are present. */
-static uint64_t verify_all(struct cache_nodes *t)
+static uint64_t verify_all(struct nodes *t)
 {
 	uint64_t live = 0;
 
 	for (uint32_t i = 0; i < N; i++) {
-		uint8_t h[CACHE_NODES_HANDLE_MAX], back[CACHE_NODES_HANDLE_MAX];
+		uint8_t h[NODES_HANDLE_MAX], back[NODES_HANDLE_MAX];
 		size_t len = mk_handle(i, 0, h), blen = sizeof(back);
 		uint64_t id = 0, parent = 0;
-		int ret = cache_nodes_find(t, h, len, &id, NULL);
+		int ret = nodes_find(t, h, len, &id, NULL);
 
 		if (!ids[i]) {
 			CHECK_EQ(ret, -ENOENT);
@@ -111,7 +112,7 @@ static uint64_t verify_all(struct cache_nodes *t)
 		live++;
 		CHECK_EQ(ret, 0);
 		CHECK_EQ(id, ids[i]);
-		CHECK_EQ(cache_nodes_get(t, id, back, &blen, &parent, NULL), 0);
+		CHECK_EQ(nodes_get(t, id, back, &blen, &parent, NULL), 0);
 		CHECK_EQ(blen, len);
 		CHECK(!memcmp(back, h, len));
 		CHECK_EQ(parent, parents[i]);
@@ -139,14 +140,14 @@ static void file_append(const void *buf, size_t len)
 /* 1. add/find/get round trip, bad input, set_parent, remove. */
 static void test_basic(void)
 {
-	struct cache_nodes *t = topen(false);
-	uint8_t h[CACHE_NODES_HANDLE_MAX + 1], back[CACHE_NODES_HANDLE_MAX];
+	struct nodes *t = topen(false);
+	uint8_t h[NODES_HANDLE_MAX + 1], back[NODES_HANDLE_MAX];
 	size_t blen;
 	uint64_t id, parent;
 	uint32_t gen = 0, gen2 = 0;
 
 	for (uint32_t i = 0; i < N; i++) {
-		parents[i] = i ? ids[(i - 1) / 2] : CACHE_NODES_ROOT_ID;
+		parents[i] = i ? ids[(i - 1) / 2] : NODES_ROOT_ID;
 		ids[i] = add(t, i, 0, parents[i], 1);
 	}
 	for (uint32_t i = 0; i < N; i += 97)
@@ -154,35 +155,35 @@ static void test_basic(void)
 	verify_all(t);
 
 	memset(h, 7, sizeof(h));
-	CHECK_EQ(cache_nodes_find(t, h, 0, &id, NULL), -EINVAL);
-	CHECK_EQ(cache_nodes_find(t, h, sizeof(h), &id, NULL), -EINVAL);
-	CHECK_EQ(cache_nodes_add(t, h, sizeof(h), 1, &id, NULL), -EINVAL);
-	CHECK_EQ(cache_nodes_find(t, h, 9, &id, NULL), -ENOENT);
+	CHECK_EQ(nodes_find(t, h, 0, &id, NULL), -EINVAL);
+	CHECK_EQ(nodes_find(t, h, sizeof(h), &id, NULL), -EINVAL);
+	CHECK_EQ(nodes_add(t, h, sizeof(h), 1, &id, NULL), -EINVAL);
+	CHECK_EQ(nodes_find(t, h, 9, &id, NULL), -ENOENT);
 	blen = sizeof(back);
-	CHECK_EQ(cache_nodes_get(t, CACHE_NODES_ROOT_ID, back, &blen, NULL,
+	CHECK_EQ(nodes_get(t, NODES_ROOT_ID, back, &blen, NULL,
 				 NULL), -ENOENT);
-	CHECK_EQ(cache_nodes_get(t, 0, back, &blen, NULL, NULL), -ENOENT);
-	CHECK_EQ(cache_nodes_get(t, max_seen + 1, back, &blen, NULL, NULL),
+	CHECK_EQ(nodes_get(t, 0, back, &blen, NULL, NULL), -ENOENT);
+	CHECK_EQ(nodes_get(t, max_seen + 1, back, &blen, NULL, NULL),
 		 -ENOENT);
 	blen = 3;
-	CHECK_EQ(cache_nodes_get(t, ids[5], back, &blen, NULL, NULL), -ERANGE);
+	CHECK_EQ(nodes_get(t, ids[5], back, &blen, NULL, NULL), -ERANGE);
 	CHECK_EQ(blen, mk_handle(5, 0, h));
 	blen = sizeof(back);
-	CHECK_EQ(cache_nodes_get(t, ids[5], back, &blen, &parent, &gen), 0);
-	CHECK_EQ(cache_nodes_find(t, back, blen, &id, &gen2), 0);
+	CHECK_EQ(nodes_get(t, ids[5], back, &blen, &parent, &gen), 0);
+	CHECK_EQ(nodes_find(t, back, blen, &id, &gen2), 0);
 	CHECK(gen && gen == gen2 && gen == tstats(t).generation);
 
 	/* Parents change; a removed handle comes back with a new id. */
 	for (uint32_t i = 1; i < N; i += 3) {
 		parents[i] = ids[0];
-		CHECK_EQ(cache_nodes_set_parent(t, ids[i], parents[i]), 0);
+		CHECK_EQ(nodes_set_parent(t, ids[i], parents[i]), 0);
 	}
-	CHECK_EQ(cache_nodes_set_parent(t, max_seen + 10, 2), -ENOENT);
+	CHECK_EQ(nodes_set_parent(t, max_seen + 10, 2), -ENOENT);
 	for (uint32_t i = 0; i < N; i += 5) {
-		CHECK_EQ(cache_nodes_remove(t, ids[i]), 0);
-		CHECK_EQ(cache_nodes_remove(t, ids[i]), -ENOENT);
+		CHECK_EQ(nodes_remove(t, ids[i]), 0);
+		CHECK_EQ(nodes_remove(t, ids[i]), -ENOENT);
 		blen = sizeof(back);
-		CHECK_EQ(cache_nodes_get(t, ids[i], back, &blen, NULL, NULL),
+		CHECK_EQ(nodes_get(t, ids[i], back, &blen, NULL, NULL),
 			 -ENOENT);
 		ids[i] = 0;
 	}
@@ -192,41 +193,41 @@ static void test_basic(void)
 	}
 	CHECK_EQ(verify_all(t), tstats(t).entries);
 	CHECK_EQ(tstats(t).skipped_bytes, 0);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 2. close/open keeps every mapping; ids go on beyond all handed out;
  * readonly opens read but do not write; a second writer is refused. */
 static void test_restart(void)
 {
-	struct cache_nodes *t = topen(false), *ro, *t2;
+	struct nodes *t = topen(false), *ro, *t2;
 	char err[256];
 	uint32_t gen = tstats(t).generation;
 	uint64_t id;
-	uint8_t h[CACHE_NODES_HANDLE_MAX];
+	uint8_t h[NODES_HANDLE_MAX];
 	size_t len;
 
 	verify_all(t);
 	CHECK_EQ(tstats(t).generation, gen);
 	CHECK_EQ(tstats(t).skipped_bytes, 0);
 	CHECK(tstats(t).next_id > max_seen);
-	CHECK_EQ(cache_nodes_open(dir, false, &t2, err, sizeof(err)), -EBUSY);
+	CHECK_EQ(nodes_open(dir, false, &t2, err, sizeof(err)), -EBUSY);
 	ro = topen(true);
 	verify_all(ro);
 	len = mk_handle(1, 99, h);
-	CHECK_EQ(cache_nodes_add(ro, h, len, 1, &id, NULL), -EROFS);
-	CHECK_EQ(cache_nodes_remove(ro, ids[1]), -EROFS);
-	CHECK_EQ(cache_nodes_set_parent(ro, ids[1], 5), -EROFS);
-	cache_nodes_close(ro);
+	CHECK_EQ(nodes_add(ro, h, len, 1, &id, NULL), -EROFS);
+	CHECK_EQ(nodes_remove(ro, ids[1]), -EROFS);
+	CHECK_EQ(nodes_set_parent(ro, ids[1], 5), -EROFS);
+	nodes_close(ro);
 	for (uint32_t i = 0; i < 100; i++)
 		add(t, i, 1, 1, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);
 	verify_all(t);
 	for (uint32_t i = 0; i < 100; i++)
 		CHECK(add(t, i, 1, 1, 0) <= max_seen);
 	add(t, 100, 1, 1, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 3. A child adds entries, reports each through a pipe and dies by
@@ -236,7 +237,7 @@ static void test_sigkill(void)
 	const uint32_t kids = 3000;
 	int pfd[2], status;
 	uint64_t got[3000] = { 0 }, rec[2];
-	struct cache_nodes *t;
+	struct nodes *t;
 	uint32_t n = 0;
 	pid_t pid;
 
@@ -269,42 +270,42 @@ static void test_sigkill(void)
 	t = topen(false);
 	verify_all(t);
 	for (uint32_t i = 0; i < kids; i++) {
-		uint8_t h[CACHE_NODES_HANDLE_MAX];
+		uint8_t h[NODES_HANDLE_MAX];
 		size_t len = mk_handle(i, 2, h);
 		uint64_t id;
 
-		CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), 0);
+		CHECK_EQ(nodes_find(t, h, len, &id, NULL), 0);
 		CHECK_EQ(id, got[i]);
 		if (id > max_seen)
 			max_seen = id;
 	}
 	add(t, 0, 3, 1, 1);	/* beyond everything the child handed out */
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 4. A torn last record and garbage after it are ignored and cut off; the
  * torn record's id is not handed out again. */
 static void test_torn_and_garbage(void)
 {
-	struct cache_nodes *t = topen(false);
-	uint8_t junk[1000], h[CACHE_NODES_HANDLE_MAX];
+	struct nodes *t = topen(false);
+	uint8_t junk[1000], h[NODES_HANDLE_MAX];
 	uint64_t torn_id, id;
 	size_t len;
 
 	torn_id = add(t, 1, 4, 1, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 	file_truncate_by(5);
 
 	t = topen(false);
 	CHECK(tstats(t).skipped_bytes > 0);
 	verify_all(t);
 	len = mk_handle(1, 4, h);
-	CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), -ENOENT);
+	CHECK_EQ(nodes_find(t, h, len, &id, NULL), -ENOENT);
 	CHECK(add(t, 2, 4, 1, 1) > torn_id);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);		/* the tail was cut: clean now */
 	CHECK_EQ(tstats(t).skipped_bytes, 0);
-	cache_nodes_close(t);
+	nodes_close(t);
 
 	srand(5);
 	for (size_t i = 0; i < sizeof(junk); i++)
@@ -319,18 +320,18 @@ static void test_torn_and_garbage(void)
 	CHECK(!tstats(t).compacted);
 	verify_all(t);
 	add(t, 3, 4, 1, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);
 	CHECK_EQ(tstats(t).skipped_bytes, 0);
 	verify_all(t);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 5. A damaged byte in the middle loses only the record it hits, never
  * makes a wrong mapping, and open rewrites the file. */
 static void test_mid_damage(void)
 {
-	struct cache_nodes *t;
+	struct nodes *t;
 	struct stat st;
 	uint8_t b;
 	uint32_t lost = 0;
@@ -348,10 +349,10 @@ static void test_mid_damage(void)
 	CHECK(tstats(t).skipped_bytes > 0);
 	CHECK(tstats(t).compacted);
 	for (uint32_t i = 0; i < N; i++) {
-		uint8_t h[CACHE_NODES_HANDLE_MAX];
+		uint8_t h[NODES_HANDLE_MAX];
 		size_t len = mk_handle(i, 0, h);
 		uint64_t id;
-		int ret = cache_nodes_find(t, h, len, &id, NULL);
+		int ret = nodes_find(t, h, len, &id, NULL);
 
 		if (!ids[i]) {
 			CHECK_EQ(ret, -ENOENT);
@@ -367,19 +368,19 @@ static void test_mid_damage(void)
 	}
 	CHECK(lost <= 1);
 	CHECK(tstats(t).next_id > max_seen);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);
 	CHECK_EQ(tstats(t).skipped_bytes, 0);
 	CHECK(!tstats(t).compacted);
 	verify_all(t);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 6. Compaction after many removals keeps the live set and the counter. */
 static void test_compaction(void)
 {
-	struct cache_nodes *t = topen(false);
-	struct cache_nodes_stats st;
+	struct nodes *t = topen(false);
+	struct nodes_stats st;
 	uint64_t before, most = 0, bound;
 
 	/* Removals: the file is rewritten while the table runs, so it stays
@@ -387,8 +388,8 @@ static void test_compaction(void)
 	for (uint32_t i = 0; i < 20000; i++) {
 		uint64_t id = add(t, i, 6, 1, 1);
 
-		CHECK_EQ(cache_nodes_set_parent(t, id, 3), 0);
-		CHECK_EQ(cache_nodes_remove(t, id), 0);
+		CHECK_EQ(nodes_set_parent(t, id, 3), 0);
+		CHECK_EQ(nodes_remove(t, id), 0);
 		st = tstats(t);
 		if (st.file_bytes > most)
 			most = st.file_bytes;
@@ -409,11 +410,11 @@ static void test_compaction(void)
 
 		while (!ids[k])
 			k++;
-		CHECK_EQ(cache_nodes_set_parent(t, ids[k], 3 + (i & 1)), 0);
-		CHECK_EQ(cache_nodes_set_parent(t, ids[k], parents[k]), 0);
+		CHECK_EQ(nodes_set_parent(t, ids[k], 3 + (i & 1)), 0);
+		CHECK_EQ(nodes_set_parent(t, ids[k], parents[k]), 0);
 	}
 	before = tstats(t).file_bytes;
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);
 	st = tstats(t);
 	CHECK(st.compacted);
@@ -422,28 +423,28 @@ static void test_compaction(void)
 	CHECK(st.next_id > max_seen);
 	verify_all(t);
 	add(t, 20000, 6, 1, 1);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 /* 6b. Room: bytes allocated beyond the file's end for the next records;
  * a walk sees every live entry once, with its handle. */
 static void test_room_and_list(void)
 {
-	struct cache_nodes *t = topen(false);
-	static struct cache_nodes_ent ents[100];
+	struct nodes *t = topen(false);
+	static struct nodes_ent ents[100];
 	static uint8_t seen[N];
 	uint64_t cursor = 0, walked = 0, live;
 	struct stat st;
 	size_t n;
 
-	CHECK_EQ(cache_nodes_room(t), 0);
+	CHECK_EQ(nodes_room(t), 0);
 	CHECK(!stat(logpath, &st));
 	/* Allocated ahead (st_blocks counts KEEP_SIZE allocations). */
 	CHECK((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size + (16u << 10));
 	live = verify_all(t);
-	while ((n = cache_nodes_list(t, &cursor, ents, 100)) > 0) {
+	while ((n = nodes_list(t, &cursor, ents, 100)) > 0) {
 		for (size_t k = 0; k < n; k++) {
-			uint8_t h[CACHE_NODES_HANDLE_MAX];
+			uint8_t h[NODES_HANDLE_MAX];
 			uint32_t i;
 
 			walked++;
@@ -460,82 +461,82 @@ static void test_room_and_list(void)
 		}
 	}
 	CHECK_EQ(walked, live);
-	CHECK_EQ(cache_nodes_list(t, &cursor, ents, 100), 0);
-	cache_nodes_close(t);
+	CHECK_EQ(nodes_list(t, &cursor, ents, 100), 0);
+	nodes_close(t);
 }
 
 /* 7. Failed writes add nothing and lose nothing. */
 static void test_faults(void)
 {
-	struct cache_nodes *t = topen(false);
-	uint8_t h[CACHE_NODES_HANDLE_MAX];
+	struct nodes *t = topen(false);
+	uint8_t h[NODES_HANDLE_MAX];
 	size_t len = mk_handle(7, 7, h);
 	uint32_t live = 1;
 	uint64_t id;
 
-	cache_nodes_inject_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_add(t, h, len, 1, &id, NULL), -EIO);
-	CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), -ENOENT);
+	nodes_inject_error(t, EIO, 1);
+	CHECK_EQ(nodes_add(t, h, len, 1, &id, NULL), -EIO);
+	CHECK_EQ(nodes_find(t, h, len, &id, NULL), -ENOENT);
 	while (!ids[live])
 		live++;
-	cache_nodes_inject_error(t, -ENOSPC, 1);
-	CHECK_EQ(cache_nodes_remove(t, ids[live]), -ENOSPC);
+	nodes_inject_error(t, -ENOSPC, 1);
+	CHECK_EQ(nodes_remove(t, ids[live]), -ENOSPC);
 	/* The injection is used up: these reach the disk. */
-	CHECK_EQ(cache_nodes_set_parent(t, ids[live], 99), 0);
-	CHECK_EQ(cache_nodes_set_parent(t, ids[live], parents[live]), 0);
-	cache_nodes_inject_error(t, EIO, -1);
-	CHECK_EQ(cache_nodes_set_parent(t, ids[live], 99), -EIO);
-	cache_nodes_inject_error(t, 0, 0);
+	CHECK_EQ(nodes_set_parent(t, ids[live], 99), 0);
+	CHECK_EQ(nodes_set_parent(t, ids[live], parents[live]), 0);
+	nodes_inject_error(t, EIO, -1);
+	CHECK_EQ(nodes_set_parent(t, ids[live], 99), -EIO);
+	nodes_inject_error(t, 0, 0);
 	add(t, 7, 7, 1, 1);
 	verify_all(t);
-	CHECK_EQ(cache_nodes_sync(t), 0);
+	CHECK_EQ(nodes_sync(t), 0);
 	/* A failed fsync: the table rewrites itself from memory at the next
 	 * change, which then succeeds (nodes_fault_test goes further). While
 	 * the rewrite fails too, changes fail with its error. */
-	cache_nodes_inject_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_sync(t), -EIO);
+	nodes_inject_error(t, EIO, 1);
+	CHECK_EQ(nodes_sync(t), -EIO);
 	len = mk_handle(8, 7, h);
-	cache_nodes_inject_error(t, EIO, 1);
-	CHECK_EQ(cache_nodes_add(t, h, len, 1, &id, NULL), -EIO);
-	CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), -ENOENT);
+	nodes_inject_error(t, EIO, 1);
+	CHECK_EQ(nodes_add(t, h, len, 1, &id, NULL), -EIO);
+	CHECK_EQ(nodes_find(t, h, len, &id, NULL), -ENOENT);
 	verify_all(t);
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(false);
 	verify_all(t);
-	CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), -ENOENT);
-	cache_nodes_close(t);
+	CHECK_EQ(nodes_find(t, h, len, &id, NULL), -ENOENT);
+	nodes_close(t);
 }
 
 /* 8. Not a table: a clear error, nothing loaded. A new table gets a new
  * generation. */
 static void test_bad_file(void)
 {
-	struct cache_nodes *t;
+	struct nodes *t;
 	char err[256] = "";
 	uint32_t gen;
 	int fd;
 
 	t = topen(false);
 	gen = tstats(t).generation;
-	cache_nodes_close(t);
+	nodes_close(t);
 	fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, "hello, world\n", 13), 13);
 	close(fd);
-	CHECK_EQ(cache_nodes_open(dir, false, &t, err, sizeof(err)), -EBADMSG);
+	CHECK_EQ(nodes_open(dir, false, &t, err, sizeof(err)), -EBADMSG);
 	CHECK(strstr(err, "nodes.log"));
-	CHECK_EQ(cache_nodes_open(dir, true, &t, err, sizeof(err)), -EBADMSG);
+	CHECK_EQ(nodes_open(dir, true, &t, err, sizeof(err)), -EBADMSG);
 	unlink(logpath);
-	CHECK_EQ(cache_nodes_open(dir, true, &t, err, sizeof(err)), -ENOENT);
+	CHECK_EQ(nodes_open(dir, true, &t, err, sizeof(err)), -ENOENT);
 	t = topen(false);
 	CHECK(tstats(t).generation != gen);
 	CHECK_EQ(tstats(t).entries, 0);
 	CHECK_EQ(tstats(t).next_id, 2);
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 struct worker {
-	struct cache_nodes *t;
+	struct nodes *t;
 	uint32_t salt;
 	uint64_t ids[PER_THREAD];
 	int failed;
@@ -546,12 +547,12 @@ static void *worker_run(void *arg)
 	struct worker *w = arg;
 
 	for (uint32_t i = 0; i < PER_THREAD; i++) {
-		uint8_t h[CACHE_NODES_HANDLE_MAX];
+		uint8_t h[NODES_HANDLE_MAX];
 		size_t len = mk_handle(i, w->salt, h);
 		uint64_t id, id2;
 
-		if (cache_nodes_add(w->t, h, len, 1, &id, NULL) != 1 ||
-		    cache_nodes_find(w->t, h, len, &id2, NULL) || id != id2) {
+		if (nodes_add(w->t, h, len, 1, &id, NULL) != 1 ||
+		    nodes_find(w->t, h, len, &id2, NULL) || id != id2) {
 			w->failed = 1;
 			break;
 		}
@@ -572,7 +573,7 @@ static void test_threads(void)
 {
 	static struct worker w[THREADS];
 	static uint64_t all[THREADS * PER_THREAD];
-	struct cache_nodes *t = topen(false);
+	struct nodes *t = topen(false);
 	pthread_t th[THREADS];
 
 	for (int k = 0; k < THREADS; k++) {
@@ -590,19 +591,19 @@ static void test_threads(void)
 		CHECK(all[i] >= 2);
 		CHECK(!i || all[i] != all[i - 1]);
 	}
-	cache_nodes_close(t);
+	nodes_close(t);
 	t = topen(true);
 	for (int k = 0; k < THREADS; k++) {
 		for (uint32_t i = 0; i < PER_THREAD; i++) {
-			uint8_t h[CACHE_NODES_HANDLE_MAX];
+			uint8_t h[NODES_HANDLE_MAX];
 			size_t len = mk_handle(i, w[k].salt, h);
 			uint64_t id;
 
-			CHECK_EQ(cache_nodes_find(t, h, len, &id, NULL), 0);
+			CHECK_EQ(nodes_find(t, h, len, &id, NULL), 0);
 			CHECK_EQ(id, w[k].ids[i]);
 		}
 	}
-	cache_nodes_close(t);
+	nodes_close(t);
 }
 
 int main(void)
@@ -614,7 +615,7 @@ int main(void)
 	}
 	owner = getpid();
 	atexit(cleanup);
-	snprintf(logpath, sizeof(logpath), "%s/%s", dir, CACHE_NODES_FILE);
+	snprintf(logpath, sizeof(logpath), "%s/%s", dir, NODES_FILE);
 
 	test_basic();
 	test_restart();
