@@ -139,4 +139,59 @@ void nodes_inject_error(struct nodes *t, int err, int count);
  * opened, after it is loaded. */
 void nodes_inject_sync_error(struct nodes *t, int err, int count);
 
+/* ---- what the gateway last knew of a node (md.c) ----
+ *
+ * Small records per node-id, opaque here (the gateway's attributes and
+ * access answers), each with the wall-clock time it was fetched from the
+ * origin, kept in "md.log" (0600) across restarts. A record replaces the
+ * earlier one of the same (node-id, kind, key). The file belongs to one
+ * node-id table (its generation): a file of another is started afresh.
+ * Never fsync'd but at compaction: a crash may lose the last records,
+ * damage loses the records after it; both are asked of the origin again.
+ * Thread-safe except nodes_md_close(). */
+
+#define NODES_MD_BLOB_MAX 96		/* bytes of one record */
+#define NODES_MD_MAX (1u << 19)		/* records kept, at most */
+
+struct nodes_md;
+
+struct nodes_md_rec {
+	uint8_t kind;			/* 1..127, the caller's */
+	uint8_t len;
+	uint64_t key;			/* the caller's */
+	uint64_t fetched_ns;		/* CLOCK_REALTIME */
+	uint8_t blob[NODES_MD_BLOB_MAX];
+};
+
+struct nodes_md_stats {
+	uint64_t records, nodes;	/* live */
+	uint64_t file_bytes;
+	uint64_t puts;			/* records written since open */
+	uint64_t full;			/* puts refused: NODES_MD_MAX */
+	uint64_t write_errors;
+	uint64_t rewrites;		/* compactions since open */
+	uint64_t dropped_bytes;		/* at open: a torn tail, damage, or
+					 * a file of another table */
+	bool started_afresh;		/* at open: header not ours */
+};
+
+/* Open (or make) dir/md.log for the node-id table of generation gen. The
+ * caller holds the cache's exclusive lock. 0, or -errno with a one-line
+ * reason in err. */
+int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
+		  char *err, size_t errlen);
+void nodes_md_close(struct nodes_md *m);
+/* Keep (replacing) the record (nodeid, kind, key). 0, -EINVAL, -ENOSPC
+ * (NODES_MD_MAX records: not kept), -errno (kept in memory, not on
+ * disk). */
+int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
+		 uint64_t key, uint64_t fetched_ns, const void *blob,
+		 size_t len);
+/* Copy up to max records of nodeid into out; returns how many. */
+size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
+		    struct nodes_md_rec *out, size_t max);
+/* Forget every record of nodeid (its file is gone). 0 or -errno. */
+int nodes_md_drop(struct nodes_md *m, uint64_t nodeid);
+void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st);
+
 #endif

@@ -1,0 +1,616 @@
+/* md.c - what the gateway last knew of each node, kept across restarts:
+ * small opaque records (attributes, access answers: the gateway defines
+ * them) per node-id, each with the wall-clock time it was fetched from the
+ * origin, so that a restarted gateway can tell how old it is.
+ *
+ * On disk (little-endian), "md.log" in the cache directory:
+ *   header, 64 bytes: "CGWMDLOG", u32 version, u32 generation of the
+ *     node-id table the records belong to, 40 bytes zero, u64 XXH3-64 of
+ *     bytes 0..55.
+ *   records, MD_REC_FIXED + len bytes each:
+ *     u8 kind, u8 len, 6 bytes zero, u64 node-id, u64 key,
+ *     u64 fetched (CLOCK_REALTIME ns), len bytes, u64 XXH3-64 (seed =
+ *     generation) of everything before it.
+ *     kind 1..127: a record, replacing the earlier one of the same
+ *     (node-id, kind, key); MD_DROP: forget every record of the node-id.
+ *
+ * It is a cache of the origin's answers, so it is never fsync'd except at
+ * compaction: a crash loses the last records (the gateway asks the origin
+ * again). Replay stops at the first record that does not check (a torn
+ * tail, damage): what follows is dropped, and the file cut there. A file
+ * of another node-id table (another generation) is started afresh: its
+ * node-ids may name other files. The file is rewritten when it is more
+ * than twice what its live records need.
+ *
+ * Memory: live records in one array (a free list threads the empty
+ * slots), the records of one node-id chained, a hash table (linear
+ * probing, backward-shift deletion) from node-id to its chain. At most
+ * NODES_MD_MAX records (puts beyond it are refused and counted).
+ * Lock: m->lock (a mutex) around everything; a leaf.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "fileio.h"
+#include "lockcheck.h"
+#include "nodes.h"
+
+#define MD_FILE "md.log"
+#define MD_TMP "md.log.tmp"
+#define MD_MAGIC "CGWMDLOG"
+#define MD_VERSION 1u
+#define MD_HDR 64
+#define MD_REC_FIXED 40
+#define MD_REC_MAX (MD_REC_FIXED + NODES_MD_BLOB_MAX)
+#define MD_DROP 0xDD
+#define MD_SLACK (1u << 20)		/* waste never worth a rewrite */
+#define MD_LOAD_BUF (1u << 20)
+
+struct md_rec {
+	uint64_t id;			/* 0: free slot */
+	uint64_t key;
+	uint64_t fetched;
+	uint32_t next1;			/* next of the chain (free list) + 1 */
+	uint8_t kind, len;
+	uint8_t blob[NODES_MD_BLOB_MAX];
+};
+
+struct nodes_md {
+	int dirfd, fd;			/* immutable */
+	uint32_t gen;			/* immutable */
+
+	pthread_mutex_t lock;		/* guards everything below */
+	uint64_t end;			/* bytes of valid log */
+	bool broken;			/* a write failed: no more appends */
+	struct md_rec *recs;
+	uint32_t nrecs, cap, free1;	/* slots used, allocated, free list */
+	uint64_t live, live_bytes;	/* records, their bytes on disk */
+	uint32_t *tab;			/* node-id -> chain head + 1 */
+	uint64_t tab_cap;		/* power of 2 */
+	uint64_t nodes;			/* chains in tab */
+	struct nodes_md_stats st;
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void hdr_encode(uint8_t *p, uint32_t gen)
+{
+	uint32_t v = htole32(MD_VERSION), g = htole32(gen);
+
+	memset(p, 0, MD_HDR);
+	memcpy(p, MD_MAGIC, 8);
+	memcpy(p + 8, &v, 4);
+	memcpy(p + 12, &g, 4);
+	put64(p + 56, XXH3_64bits(p, 56));
+}
+
+static size_t rec_encode(uint8_t *p, uint32_t gen, uint8_t kind,
+			 uint64_t id, uint64_t key, uint64_t fetched,
+			 const void *blob, uint8_t len)
+{
+	memset(p, 0, 8);
+	p[0] = kind;
+	p[1] = len;
+	put64(p + 8, id);
+	put64(p + 16, key);
+	put64(p + 24, fetched);
+	if (len)
+		memcpy(p + 32, blob, len);
+	put64(p + 32 + len, XXH3_64bits_withSeed(p, 32 + len, gen));
+	return MD_REC_FIXED + len;
+}
+
+/* Length of the valid record at p, or 0. */
+static size_t rec_check(const uint8_t *p, size_t avail, uint32_t gen)
+{
+	size_t len;
+
+	if (avail < MD_REC_FIXED)
+		return 0;
+	len = p[1];
+	if (!p[0] || (p[0] > 127 && p[0] != MD_DROP) ||
+	    len > NODES_MD_BLOB_MAX || (p[0] == MD_DROP && len) ||
+	    avail < MD_REC_FIXED + len || !get64(p + 8))
+		return 0;
+	for (int i = 2; i < 8; i++)
+		if (p[i])
+			return 0;
+	if (get64(p + 32 + len) != XXH3_64bits_withSeed(p, 32 + len, gen))
+		return 0;
+	return MD_REC_FIXED + len;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static uint64_t home(const struct nodes_md *m, uint64_t id)
+{
+	return (id * 0x9E3779B97F4A7C15ull) & (m->tab_cap - 1);
+}
+
+/* Slot of id in tab, or UINT64_MAX. */
+static uint64_t tab_find(const struct nodes_md *m, uint64_t id)
+{
+	uint64_t mask = m->tab_cap - 1, i;
+
+	if (!m->tab_cap)
+		return UINT64_MAX;
+	for (i = home(m, id); m->tab[i]; i = (i + 1) & mask)
+		if (m->recs[m->tab[i] - 1].id == id)
+			return i;
+	return UINT64_MAX;
+}
+
+static void tab_set(struct nodes_md *m, uint64_t id, uint32_t head1)
+{
+	uint64_t mask = m->tab_cap - 1, i;
+
+	for (i = home(m, id); m->tab[i]; i = (i + 1) & mask)
+		if (m->recs[m->tab[i] - 1].id == id)
+			break;
+	if (!m->tab[i])
+		m->nodes++;
+	m->tab[i] = head1;
+}
+
+static void tab_delete(struct nodes_md *m, uint64_t i)
+{
+	uint64_t mask = m->tab_cap - 1, j = i;
+
+	m->nodes--;
+	for (;;) {
+		uint64_t k;
+
+		m->tab[i] = 0;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!m->tab[j])
+				return;
+			k = home(m, m->recs[m->tab[j] - 1].id);
+			/* May the entry at j move back to i? */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		m->tab[i] = m->tab[j];
+		i = j;
+	}
+}
+
+static int tab_grow(struct nodes_md *m)
+{
+	uint64_t cap = m->tab_cap ? m->tab_cap * 2 : 1024, old = m->tab_cap;
+	uint32_t *t = calloc(cap, sizeof(*t)), *o = m->tab;
+
+	if (!t)
+		return -ENOMEM;
+	m->tab = t;
+	m->tab_cap = cap;
+	m->nodes = 0;
+	for (uint64_t i = 0; i < old; i++)
+		if (o[i])
+			tab_set(m, m->recs[o[i] - 1].id, o[i]);
+	free(o);
+	return 0;
+}
+
+/* The record (id, kind, key) in memory, or UINT32_MAX. Lock held. */
+static uint32_t rec_find(const struct nodes_md *m, uint64_t id, uint8_t kind,
+			 uint64_t key)
+{
+	uint64_t s = tab_find(m, id);
+	uint32_t r1;
+
+	if (s == UINT64_MAX)
+		return UINT32_MAX;
+	for (r1 = m->tab[s]; r1; r1 = m->recs[r1 - 1].next1) {
+		const struct md_rec *r = &m->recs[r1 - 1];
+
+		if (r->kind == kind && r->key == key)
+			return r1 - 1;
+	}
+	return UINT32_MAX;
+}
+
+/* Set (id, kind, key) in memory. 0, -ENOSPC (NODES_MD_MAX), -ENOMEM.
+ * Lock held. */
+static int mem_put(struct nodes_md *m, uint64_t id, uint8_t kind,
+		   uint64_t key, uint64_t fetched, const void *blob,
+		   uint8_t len)
+{
+	uint32_t idx = rec_find(m, id, kind, key);
+	struct md_rec *r;
+	uint64_t s;
+
+	if (idx == UINT32_MAX) {
+		if (m->live >= NODES_MD_MAX)
+			return -ENOSPC;
+		if ((m->nodes + 1) * 10 > m->tab_cap * 7 && tab_grow(m))
+			return -ENOMEM;
+		if (m->free1) {
+			idx = m->free1 - 1;
+			m->free1 = m->recs[idx].next1;
+		} else {
+			if (m->nrecs == m->cap) {
+				uint32_t cap = m->cap ? m->cap * 2 : 1024;
+				struct md_rec *n = realloc(m->recs,
+							   cap * sizeof(*n));
+
+				if (!n)
+					return -ENOMEM;
+				m->recs = n;
+				m->cap = cap;
+			}
+			idx = m->nrecs++;
+		}
+		r = &m->recs[idx];
+		s = tab_find(m, id);
+		r->next1 = s == UINT64_MAX ? 0 : m->tab[s];
+		r->id = id;
+		r->kind = kind;
+		r->key = key;
+		r->len = 0;
+		tab_set(m, id, idx + 1);
+		m->live++;
+	} else {
+		r = &m->recs[idx];
+		m->live_bytes -= MD_REC_FIXED + r->len;
+	}
+	r->fetched = fetched;
+	r->len = len;
+	if (len)
+		memcpy(r->blob, blob, len);
+	m->live_bytes += MD_REC_FIXED + len;
+	return 0;
+}
+
+/* Forget every record of id in memory. Lock held. */
+static bool mem_drop(struct nodes_md *m, uint64_t id)
+{
+	uint64_t s = tab_find(m, id);
+	uint32_t r1;
+
+	if (s == UINT64_MAX)
+		return false;
+	r1 = m->tab[s];
+	tab_delete(m, s);
+	while (r1) {
+		struct md_rec *r = &m->recs[r1 - 1];
+		uint32_t next = r->next1;
+
+		m->live--;
+		m->live_bytes -= MD_REC_FIXED + r->len;
+		r->id = 0;
+		r->next1 = m->free1;
+		m->free1 = r1;
+		r1 = next;
+	}
+	return true;
+}
+
+/* ---- the file ----------------------------------------------------------- */
+
+/* Write the live records to MD_TMP, fsync, rename over MD_FILE; the new
+ * file becomes m->fd. Lock held (or not yet shared). */
+static int rewrite(struct nodes_md *m)
+{
+	size_t cap = 1u << 20, used = MD_HDR;
+	uint8_t *buf = malloc(cap);
+	uint64_t off = 0;
+	int fd, ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = openat(m->dirfd, MD_TMP, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	hdr_encode(buf, m->gen);
+	for (uint32_t i = 0; ; i++) {
+		if (used + MD_REC_MAX > cap || i == m->nrecs) {
+			ret = pwrite_all(fd, buf, used, off);
+			if (ret)
+				break;
+			off += used;
+			used = 0;
+		}
+		if (i == m->nrecs)
+			break;
+		if (m->recs[i].id)
+			used += rec_encode(buf + used, m->gen, m->recs[i].kind,
+					   m->recs[i].id, m->recs[i].key,
+					   m->recs[i].fetched,
+					   m->recs[i].blob, m->recs[i].len);
+	}
+	free(buf);
+	if (!ret && fdatasync(fd) < 0)
+		ret = -errno;
+	if (!ret && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		ret = -errno;
+	if (!ret && renameat(m->dirfd, MD_TMP, m->dirfd, MD_FILE) < 0)
+		ret = -errno;
+	if (ret) {
+		unlinkat(m->dirfd, MD_TMP, 0);
+		close(fd);
+		return ret;
+	}
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = fd;
+	m->end = off;
+	m->broken = false;
+	m->st.rewrites++;
+	return 0;
+}
+
+static void maybe_rewrite(struct nodes_md *m)
+{
+	uint64_t live = MD_HDR + m->live_bytes;
+
+	if (m->end > 2 * live && m->end - live > MD_SLACK)
+		(void)rewrite(m);
+}
+
+static int append(struct nodes_md *m, const uint8_t *rec, size_t len)
+{
+	int ret;
+
+	if (m->broken)
+		return -EIO;
+	ret = pwrite_all(m->fd, rec, len, m->end);
+	if (ret) {
+		/* Cut what may be half written; if that fails too, nothing
+		 * more is appended (the records in memory stay right). */
+		if (ftruncate(m->fd, (off_t)m->end) < 0)
+			m->broken = true;
+		m->st.write_errors++;
+		return ret;
+	}
+	m->end += len;
+	return 0;
+}
+
+/* Replay the log into memory. Stops at the first record that does not
+ * check. */
+static int replay(struct nodes_md *m)
+{
+	uint8_t *buf = malloc(MD_LOAD_BUF);
+	uint64_t off = MD_HDR;
+	size_t have = 0, pos = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		size_t n;
+
+		if (have - pos < MD_REC_MAX) {
+			ssize_t got;
+
+			memmove(buf, buf + pos, have - pos);
+			have -= pos;
+			pos = 0;
+			got = pread_all(m->fd, buf + have, MD_LOAD_BUF - have,
+					off + have);
+			if (got < 0) {
+				free(buf);
+				return (int)got;
+			}
+			have += (size_t)got;
+			if (have == 0)
+				break;
+		}
+		n = rec_check(buf + pos, have - pos, m->gen);
+		if (!n)
+			break;
+		if (buf[pos] == MD_DROP) {
+			mem_drop(m, get64(buf + pos + 8));
+		} else if (mem_put(m, get64(buf + pos + 8), buf[pos],
+				   get64(buf + pos + 16),
+				   get64(buf + pos + 24), buf + pos + 32,
+				   buf[pos + 1]) == -ENOMEM) {
+			free(buf);
+			return -ENOMEM;
+		}
+		pos += n;
+		off += n;
+	}
+	free(buf);
+	m->end = off;
+	return 0;
+}
+
+int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
+		  char *err, size_t errlen)
+{
+	struct nodes_md *m = calloc(1, sizeof(*m));
+	uint8_t hdr[MD_HDR], want[MD_HDR];
+	struct stat st;
+	ssize_t n;
+	int ret;
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->gen = gen;
+	pthread_mutex_init(&m->lock, NULL);
+	m->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		goto out_free;
+	}
+	unlinkat(m->dirfd, MD_TMP, 0);
+	m->fd = openat(m->dirfd, MD_FILE, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (m->fd < 0 && errno != ENOENT) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s%s", MD_FILE, strerror(errno),
+			 errno == ELOOP ? " (a symbolic link: cachegw follows "
+			 "no links inside its cache_dir: remove it)" : "");
+		goto out_close;
+	}
+	if (m->fd >= 0) {
+		if (fstat(m->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			ret = -EBADMSG;
+			snprintf(err, errlen, "%s: not a regular file", MD_FILE);
+			goto out_close;
+		}
+		if (flock(m->fd, LOCK_EX | LOCK_NB) < 0) {
+			ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			snprintf(err, errlen, "%s: held by another gateway",
+				 MD_FILE);
+			goto out_close;
+		}
+		hdr_encode(want, gen);
+		n = pread_all(m->fd, hdr, sizeof(hdr), 0);
+		if (n == MD_HDR && !memcmp(hdr, want, MD_HDR)) {
+			ret = replay(m);
+			if (ret) {
+				snprintf(err, errlen, "%s: load: %s", MD_FILE,
+					 strerror(-ret));
+				goto out_close;
+			}
+			m->st.dropped_bytes = (uint64_t)st.st_size > m->end ?
+					      (uint64_t)st.st_size - m->end : 0;
+			if (m->st.dropped_bytes &&
+			    ftruncate(m->fd, (off_t)m->end) < 0)
+				m->broken = true;
+		} else {
+			/* Another table's, another format, or damaged:
+			 * nothing in it can be trusted to name our files. */
+			m->st.dropped_bytes = (uint64_t)st.st_size;
+			m->st.started_afresh = true;
+		}
+	}
+	if (m->fd < 0 || m->st.started_afresh ||
+	    m->end > 2 * (MD_HDR + m->live_bytes) + MD_SLACK) {
+		ret = rewrite(m);
+		if (ret) {
+			snprintf(err, errlen, "%s: write: %s", MD_FILE,
+				 strerror(-ret));
+			goto out_close;
+		}
+	}
+	*out = m;
+	return 0;
+
+out_close:
+	if (m->fd >= 0)
+		close(m->fd);
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+out_free:
+	pthread_mutex_destroy(&m->lock);
+	free(m->recs);
+	free(m->tab);
+	free(m);
+	return ret;
+}
+
+void nodes_md_close(struct nodes_md *m)
+{
+	if (!m)
+		return;
+	close(m->fd);
+	close(m->dirfd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->recs);
+	free(m->tab);
+	free(m);
+}
+
+int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
+		 uint64_t key, uint64_t fetched_ns, const void *blob,
+		 size_t len)
+{
+	uint8_t rec[MD_REC_MAX];
+	size_t n;
+	int ret;
+
+	if (!nodeid || !kind || kind > 127 || len > NODES_MD_BLOB_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	ret = mem_put(m, nodeid, kind, key, fetched_ns, blob, (uint8_t)len);
+	if (ret == -ENOSPC)
+		m->st.full++;
+	if (!ret) {
+		n = rec_encode(rec, m->gen, kind, nodeid, key, fetched_ns,
+			       blob, (uint8_t)len);
+		ret = append(m, rec, n);
+		m->st.puts++;
+		maybe_rewrite(m);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
+		    struct nodes_md_rec *out, size_t max)
+{
+	size_t n = 0;
+	uint64_t s;
+
+	pthread_mutex_lock(&m->lock);
+	s = tab_find(m, nodeid);
+	for (uint32_t r1 = s == UINT64_MAX ? 0 : m->tab[s]; r1 && n < max;
+	     r1 = m->recs[r1 - 1].next1) {
+		const struct md_rec *r = &m->recs[r1 - 1];
+
+		out[n].kind = r->kind;
+		out[n].key = r->key;
+		out[n].fetched_ns = r->fetched;
+		out[n].len = r->len;
+		memcpy(out[n].blob, r->blob, r->len);
+		n++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+int nodes_md_drop(struct nodes_md *m, uint64_t nodeid)
+{
+	uint8_t rec[MD_REC_MAX];
+	int ret = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (mem_drop(m, nodeid)) {
+		ret = append(m, rec, rec_encode(rec, m->gen, MD_DROP, nodeid,
+						0, 0, NULL, 0));
+		maybe_rewrite(m);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st)
+{
+	pthread_mutex_lock(&m->lock);
+	*st = m->st;
+	st->records = m->live;
+	st->nodes = m->nodes;
+	st->file_bytes = m->end;
+	pthread_mutex_unlock(&m->lock);
+}
