@@ -9,7 +9,8 @@
  * when the origin answered: a ctime, mode, owner or group that changed
  * since (seen by a GETATTR, a LOOKUP or READDIRPLUS, or made by a SETATTR
  * through the mount) drops the answer, as the Linux NFS client drops its
- * access cache. The gateway's own WRITEs move the ctime without touching
+ * access cache. Answers are also kept across a restart (remember.c), aged
+ * from when the origin gave them. The gateway's own WRITEs move the ctime without touching
  * permissions: gw_access_restamp carries the answers over them.
  */
 #include <errno.h>
@@ -113,11 +114,11 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 
 /* Keep an answer, stamped with the attributes that came with it (else the
  * inode's): unstamped, it is not kept. */
-static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
-		     uint32_t asked, uint32_t granted,
-		     const struct nfsc_post *post)
+static void remember(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, uint32_t asked,
+		     uint32_t granted, const struct nfsc_post *post)
 {
-	struct gw_access *slot;
+	struct gw_access *slot, kept;
 
 	pthread_mutex_lock(&ino->lock);
 	if (!post->has_attr && !ino->attr_valid) {
@@ -133,7 +134,9 @@ static void remember(struct gw_inode *ino, const struct nfsc_cred *cr,
 	slot->asked = asked;
 	slot->granted = granted;
 	slot->at = now_mono();
+	kept = *slot;
 	pthread_mutex_unlock(&ino->lock);
+	gw_md_note_access(gw, ino->nodeid, &kept);	/* across a restart */
 }
 
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
@@ -160,7 +163,7 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted, &post);
 	if (ret)
 		return ret;
-	remember(ino, cr, all, granted, &post);
+	remember(gw, ino, cr, all, granted, &post);
 	/* The reply carries the file's attributes: an open needs no GETATTR
 	 * of its own. */
 	if (post.has_attr && fresh && has_fresh) {

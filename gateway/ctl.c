@@ -153,6 +153,22 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("nodes_reclaimed_total", "counter",
 		  "Node-ids given up because the origin called their files stale.",
 		  rc.reclaimed);
+		if (gw->md) {
+			struct nodes_md_stats ms;
+
+			nodes_md_stats(gw->md, &ms);
+			M("md_records", "gauge",
+			  "Attribute and ACCESS records kept across restarts (md.log).",
+			  ms.records);
+			M("md_file_bytes", "gauge", "Bytes of md.log.",
+			  ms.file_bytes);
+		}
+		M("md_restored_attrs_total", "counter",
+		  "New inodes that started with attributes kept from before (still within the attribute timeout).",
+		  __atomic_load_n(&gw->md_restored_attrs, __ATOMIC_RELAXED));
+		M("md_restored_access_total", "counter",
+		  "ACCESS answers kept from before that new inodes started with.",
+		  __atomic_load_n(&gw->md_restored_access, __ATOMIC_RELAXED));
 		M("nodes_room_refusals_total", "counter",
 		  "Creates refused with ENOSPC before reaching the origin: the node-id table had no room.",
 		  rc.refusals);

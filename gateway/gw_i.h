@@ -21,12 +21,15 @@
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
  * drain.c: signals (HUP, INT, TERM), detaching, the bounded stop.
  * groups.c: a caller's supplementary groups (/proc or the user database).
+ * reclaim.c: node-ids of files gone at the origin given back.
+ * remember.c: attributes and ACCESS answers kept across a restart.
  *
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
  * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
  *   1. gw->it.lock (the inode table). Held across nodes_* calls
- *      (the node-id table's own lock), never while taking an ino->lock.
+ *      (the node-id table's own lock) and nodes_md_get (a new inode's
+ *      kept metadata, remember.c), never while taking an ino->lock.
  *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
  *      across cache_obj_set_coh and the own write's cache_write_ref
  *      (the cache's locks only).
@@ -203,6 +206,8 @@ struct gw_inode {
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
+	uint64_t md_attr_sum;		/* remember.c: the attributes last */
+	uint64_t md_attr_ns;		/* kept, and when (CLOCK_REALTIME) */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily; holds
@@ -476,6 +481,19 @@ void gw_reclaim_note_add(struct gw *gw);
 int gw_reclaim_room(struct gw *gw);
 void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
 
+/* remember.c: attributes and ACCESS answers kept across a restart. */
+struct gw_access;
+/* A new inode, not yet shared: what was kept of its node-id. */
+void gw_md_attach(struct gw *gw, struct gw_inode *ino);
+/* Attributes just got from the origin (ino->lock not held). */
+void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_attr *a);
+/* An ACCESS answer just got from the origin (a copy of its slot). */
+void gw_md_note_access(struct gw *gw, uint64_t nodeid,
+		       const struct gw_access *s);
+/* The origin called nodeid's handle stale. */
+void gw_md_forget(struct gw *gw, uint64_t nodeid);
+
 /* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
  * use), or NULL: ino->obj's own may be dropped by the last release as soon
@@ -616,6 +634,11 @@ struct gw {
 	struct fuse_session *se;	/* set at start */
 	struct gw_itable it;		/* its own lock */
 	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
+	struct nodes_md *md;		/* remember.c: kept metadata; set at
+					 * start (NULL: none); thread-safe */
+	uint64_t md_restored_attrs;	/* new inodes given kept attributes
+					 * (atomic) */
+	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
 	/* control socket: set by gw_ctl_start, used by the ctl threads,
 	 * torn down by gw_ctl_stop after joining them */
 	int ctl_fd;

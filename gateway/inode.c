@@ -39,7 +39,8 @@ static bool fh_equal(const struct nfsc_fh *a, const struct nfsc_fh *b)
 	return a->len == b->len && !memcmp(a->data, b->data, a->len);
 }
 
-static struct gw_inode *inode_new(const struct nfsc_fh *fh, uint64_t nodeid)
+static struct gw_inode *inode_new(struct gw *gw, const struct nfsc_fh *fh,
+				  uint64_t nodeid)
 {
 	struct gw_inode *ino = calloc(1, sizeof(*ino));
 
@@ -50,6 +51,8 @@ static struct gw_inode *inode_new(const struct nfsc_fh *fh, uint64_t nodeid)
 	pthread_mutex_init(&ino->lock, NULL);
 	pthread_mutex_init(&ino->coh_lock, NULL);
 	pthread_cond_init(&ino->fetch_cond, NULL);
+	if (gw)
+		gw_md_attach(gw, ino);	/* not yet shared */
 	return ino;
 }
 
@@ -107,7 +110,7 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 	t->nbuckets = ITABLE_MIN_BUCKETS;
 	t->by_id = calloc(t->nbuckets, sizeof(*t->by_id));
 	t->by_fh = calloc(t->nbuckets, sizeof(*t->by_fh));
-	t->root = inode_new(rootfh, FUSE_ROOT_ID);
+	t->root = inode_new(NULL, rootfh, FUSE_ROOT_ID);
 	if (!t->by_id || !t->by_fh || !t->root) {
 		free(t->by_id);
 		free(t->by_fh);
@@ -207,7 +210,7 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 				      &nodeid, &gen);
 		if (ret == 1)
 			gw_reclaim_note_add(gw);
-		if (ret >= 0 && !(ino = inode_new(fh, nodeid)))
+		if (ret >= 0 && !(ino = inode_new(gw, fh, nodeid)))
 			ret = -ENOMEM;
 		if (ret < 0) {
 			pthread_mutex_unlock(&t->lock);
@@ -226,8 +229,10 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	}
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
-	if (attr)
+	if (attr) {
 		gw_inode_set_attr_if_newer(ino, attr);
+		gw_md_note_attr(gw, ino, attr);
+	}
 	return ino;
 }
 
@@ -479,7 +484,7 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 			    &gen) < 0)
 		return NULL;
 	fh.len = (uint32_t)len;
-	fresh = inode_new(&fh, nodeid);
+	fresh = inode_new(gw, &fh, nodeid);
 	if (!fresh)
 		return NULL;
 	fresh->parent = parent;
@@ -511,8 +516,10 @@ uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino)
 
 void gw_inode_gone(struct gw *gw, struct gw_inode *ino)
 {
-	if (ino != gw->it.root)
+	if (ino != gw->it.root) {
 		nodes_remove(gw->nodes, ino->nodeid);
+		gw_md_forget(gw, ino->nodeid);
+	}
 }
 
 void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,

@@ -181,6 +181,25 @@ static int open_cache(struct gw *gw)
 	if (ns.skipped_bytes)
 		gw_log("node-id table: %llu damaged bytes skipped",
 		       (unsigned long long)ns.skipped_bytes);
+	/* What was known of the files (remember.c): a cache; one that
+	 * cannot be opened is logged, and the gateway runs without. */
+	ret = nodes_md_open(gw->o->cache_dir, ns.generation, &gw->md, err,
+			    sizeof(err));
+	if (ret) {
+		gw_log("kept metadata: %s: starting without it", err);
+		gw->md = NULL;
+	} else {
+		struct nodes_md_stats ms;
+
+		nodes_md_stats(gw->md, &ms);
+		if (ms.started_afresh && ms.dropped_bytes)
+			gw_log("kept metadata (md.log) was not this node-id "
+			       "table's or was damaged: started afresh");
+		else if (ms.dropped_bytes)
+			gw_log("kept metadata (md.log): %llu bytes after a "
+			       "torn or damaged record dropped",
+			       (unsigned long long)ms.dropped_bytes);
+	}
 	return 0;
 }
 
@@ -367,6 +386,7 @@ out_nfs:
 	nfsc_close(gw.nfs);
 out_cache:
 	gw_ctl_stop(&gw);
+	nodes_md_close(gw.md);
 	if (gw.nodes)
 		nodes_close(gw.nodes);
 	if (gw.cache)

@@ -208,6 +208,8 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		pthread_mutex_lock(&ino->lock);
 		*a = ino->attr;
 		pthread_mutex_unlock(&ino->lock);
+	} else {
+		gw_md_note_attr(gw, ino, a);
 	}
 	return gw_cache_check(gw, ino, a) > 0;
 }

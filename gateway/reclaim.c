@@ -165,6 +165,8 @@ static void settle(struct gw *gw, const struct probe *p, unsigned n,
 		if (p[i].status == -ESTALE) {
 			int ret = nodes_remove(gw->nodes, p[i].id);
 
+			gw_md_forget(gw, p[i].id);
+
 			if (ret == 0 || ret == -ENOENT)
 				res->reclaimed += ret == 0;
 			else

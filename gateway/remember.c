@@ -1,0 +1,265 @@
+/* remember.c - what the gateway knew of its files, across a restart
+ * (issue 20, item 3): the origin's attributes and ACCESS answers of each
+ * node-id, with the wall-clock time they were fetched, kept in the cache
+ * directory (nodes/md.c: md.log, checksummed records).
+ *
+ * A new inode (after a restart: the first LOOKUP, READDIRPLUS or
+ * re-export handle that names it) starts with what was kept, aged by the
+ * time since the fetch, not since the restart: answers older than the
+ * attribute timeout are not used, and an ACCESS answer holds only while
+ * the inode's attributes (fresh from the origin as a rule, the LOOKUP or
+ * READDIRPLUS that made the inode) still show the file it was given for
+ * (access.c: ctime, mode, owner, group). So with nocto,actimeo=600 a
+ * restarted gateway opens files it read before the restart without an
+ * ACCESS per file, and a file whose mode changed at the origin while the
+ * gateway was down is asked about again.
+ *
+ * What is written: every ACCESS answer the origin gave (remember() in
+ * access.c); attributes when they differ from the last ones written or
+ * when those are older than half the attribute timeout (so at most about
+ * two records per timeout per file). A node-id the origin calls stale
+ * loses its records. Blobs are this machine's layout, fixed-width fields.
+ * Locks: the md store's own (a leaf); called with ino->lock not held,
+ * except gw_md_attach (a new inode, not yet shared).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "gw_i.h"
+
+#define MD_ATTR 1
+#define MD_ACCESS 2
+
+struct md_attr {
+	uint8_t type;
+	uint8_t pad[3];
+	uint32_t mode, nlink, uid, gid, rdev_major, rdev_minor;
+	uint64_t size, used, fsid, fileid;
+	int64_t at_s, mt_s, ct_s;
+	uint32_t at_ns, mt_ns, ct_ns;
+} __attribute__((packed));
+
+struct md_access {
+	uint32_t uid, gid;
+	uint64_t groups;
+	uint32_t asked, granted;
+	int64_t ct_s;
+	uint32_t ct_ns, mode, fuid, fgid;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct md_attr) <= NODES_MD_BLOB_MAX, "md_attr");
+_Static_assert(sizeof(struct md_access) <= NODES_MD_BLOB_MAX, "md_access");
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void pack_attr(const struct nfsc_attr *a, struct md_attr *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = (uint8_t)a->type;
+	m->mode = a->mode;
+	m->nlink = a->nlink;
+	m->uid = a->uid;
+	m->gid = a->gid;
+	m->rdev_major = a->rdev_major;
+	m->rdev_minor = a->rdev_minor;
+	m->size = a->size;
+	m->used = a->used;
+	m->fsid = a->fsid;
+	m->fileid = a->fileid;
+	m->at_s = a->atime.tv_sec;
+	m->at_ns = (uint32_t)a->atime.tv_nsec;
+	m->mt_s = a->mtime.tv_sec;
+	m->mt_ns = (uint32_t)a->mtime.tv_nsec;
+	m->ct_s = a->ctime.tv_sec;
+	m->ct_ns = (uint32_t)a->ctime.tv_nsec;
+}
+
+/* false for a record that cannot be attributes (the store checks its
+ * checksums; this checks the meaning). */
+static bool unpack_attr(const struct nodes_md_rec *r, struct nfsc_attr *a)
+{
+	struct md_attr m;
+
+	if (r->len != sizeof(m))
+		return false;
+	memcpy(&m, r->blob, sizeof(m));
+	if (m.type > NFSC_FIFO || m.mode > 07777 || m.at_ns >= 1000000000u ||
+	    m.mt_ns >= 1000000000u || m.ct_ns >= 1000000000u ||
+	    m.size > (uint64_t)INT64_MAX)
+		return false;
+	memset(a, 0, sizeof(*a));
+	a->type = (enum nfsc_type)m.type;
+	a->mode = m.mode;
+	a->nlink = m.nlink;
+	a->uid = m.uid;
+	a->gid = m.gid;
+	a->rdev_major = m.rdev_major;
+	a->rdev_minor = m.rdev_minor;
+	a->size = m.size;
+	a->used = m.used;
+	a->fsid = m.fsid;
+	a->fileid = m.fileid;
+	a->atime.tv_sec = m.at_s;
+	a->atime.tv_nsec = m.at_ns;
+	a->mtime.tv_sec = m.mt_s;
+	a->mtime.tv_nsec = m.mt_ns;
+	a->ctime.tv_sec = m.ct_s;
+	a->ctime.tv_nsec = m.ct_ns;
+	return true;
+}
+
+static uint64_t access_key(uint32_t uid, uint32_t gid, uint64_t groups)
+{
+	return (((uint64_t)uid << 32) | gid) * 0x9E3779B97F4A7C15ull ^ groups;
+}
+
+/* Seconds since a fetch at fetched_ns, or a negative number when the
+ * clock went back since (then nothing kept is trusted). */
+static double age_of(uint64_t fetched_ns, uint64_t now_ns)
+{
+	if (fetched_ns > now_ns)
+		return -1;
+	return (double)(now_ns - fetched_ns) / 1e9;
+}
+
+/* CLOCK_MONOTONIC "now minus age", as a timespec and in seconds. */
+static void mono_minus(double age, struct timespec *ts, double *secs)
+{
+	struct timespec now;
+	double t;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - age;
+	if (ts) {
+		ts->tv_sec = (time_t)t;
+		ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+		if (ts->tv_nsec < 0)
+			ts->tv_nsec = 0;
+	}
+	if (secs)
+		*secs = t;
+}
+
+void gw_md_attach(struct gw *gw, struct gw_inode *ino)
+{
+	struct nodes_md_rec r[1 + GW_ACCESS_SLOTS + 4];
+	uint64_t now = now_real_ns();
+	struct nfsc_attr a;
+	bool have_attr = false;
+	size_t n;
+
+	if (!gw->md)
+		return;
+	n = nodes_md_get(gw->md, ino->nodeid, r, sizeof(r) / sizeof(r[0]));
+	/* Attributes first: the access answers are checked against them. */
+	for (size_t i = 0; i < n; i++) {
+		double age = age_of(r[i].fetched_ns, now);
+
+		if (r[i].kind != MD_ATTR || age < 0 || !unpack_attr(&r[i], &a) ||
+		    age >= gw_attr_ttl(gw, &a))
+			continue;
+		ino->attr = a;
+		mono_minus(age, &ino->attr_at, NULL);
+		ino->attr_valid = true;
+		have_attr = true;
+		__atomic_add_fetch(&gw->md_restored_attrs, 1, __ATOMIC_RELAXED);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double age = age_of(r[i].fetched_ns, now);
+		struct gw_access *s;
+		struct md_access m;
+
+		if (r[i].kind != MD_ACCESS || age < 0 ||
+		    r[i].len != sizeof(m) ||
+		    ino->access_next >= GW_ACCESS_SLOTS)
+			continue;
+		memcpy(&m, r[i].blob, sizeof(m));
+		if (m.ct_ns >= 1000000000u)
+			continue;
+		/* Kept even without attributes: access.c drops an answer
+		 * whose stamp the inode's attributes (fresh from the
+		 * origin) do not show. */
+		s = &ino->access[ino->access_next++];
+		s->valid = true;
+		s->uid = m.uid;
+		s->gid = m.gid;
+		s->groups = m.groups;
+		s->asked = m.asked;
+		s->granted = m.granted;
+		mono_minus(age, NULL, &s->at);
+		s->stamped = true;
+		s->ctime.tv_sec = m.ct_s;
+		s->ctime.tv_nsec = m.ct_ns;
+		s->mode = m.mode;
+		s->fuid = m.fuid;
+		s->fgid = m.fgid;
+		__atomic_add_fetch(&gw->md_restored_access, 1,
+				   __ATOMIC_RELAXED);
+	}
+	(void)have_attr;
+}
+
+void gw_md_note_access(struct gw *gw, uint64_t nodeid,
+		       const struct gw_access *s)
+{
+	struct md_access m;
+
+	if (!gw->md || !s->valid || !s->stamped)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.uid = s->uid;
+	m.gid = s->gid;
+	m.groups = s->groups;
+	m.asked = s->asked;
+	m.granted = s->granted;
+	m.ct_s = s->ctime.tv_sec;
+	m.ct_ns = (uint32_t)s->ctime.tv_nsec;
+	m.mode = s->mode;
+	m.fuid = s->fuid;
+	m.fgid = s->fgid;
+	(void)nodes_md_put(gw->md, nodeid, MD_ACCESS,
+			   access_key(s->uid, s->gid, s->groups),
+			   now_real_ns(), &m, sizeof(m));
+}
+
+void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_attr *a)
+{
+	struct md_attr m;
+	uint64_t sum, now;
+	double ttl;
+
+	if (!gw->md || ino->nodeid == FUSE_ROOT_ID)
+		return;
+	pack_attr(a, &m);
+	sum = XXH3_64bits(&m, sizeof(m));
+	now = now_real_ns();
+	ttl = gw_attr_ttl(gw, a);
+	pthread_mutex_lock(&ino->lock);
+	if (ino->md_attr_sum == sum &&
+	    (double)(now - ino->md_attr_ns) / 1e9 < ttl / 2 &&
+	    now >= ino->md_attr_ns) {
+		pthread_mutex_unlock(&ino->lock);
+		return;
+	}
+	ino->md_attr_sum = sum;
+	ino->md_attr_ns = now;
+	pthread_mutex_unlock(&ino->lock);
+	(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0, now, &m,
+			   sizeof(m));
+}
+
+void gw_md_forget(struct gw *gw, uint64_t nodeid)
+{
+	if (gw->md)
+		(void)nodes_md_drop(gw->md, nodeid);
+}

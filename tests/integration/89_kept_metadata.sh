@@ -1,0 +1,91 @@
+#!/bin/bash
+# What the gateway knew survives a restart (issue 20, item 3): with nocto,actimeo=600, files read before a restart are opened after it without an ACCESS per file (before: one per file), for root and for another user alike, a file refused before is refused without asking; a file whose mode changed at the origin while the gateway was down is asked about again (refused now), a file changed is read new; kept answers age from when the origin gave them, not from the restart (actimeo=2 and a 3 s pause: asked again); a damaged md.log costs only calls, never a wrong answer.
+set -uo pipefail
+. "$(dirname "$0")/../lib/test.sh" inspect
+command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
+AS_USER=(setpriv --reuid 1000 --regid 1000 --clear-groups --)
+
+data=$(harness_tmpdir origin-data)
+for d in d1 d2 d3; do
+	mkdir "$data/$d"
+	for f in $(seq 1 20); do echo "$d/f$f" >"$data/$d/f$f"; done
+done
+echo "root only" >"$data/d1/secret"
+chmod 0600 "$data/d1/secret"
+origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+mnt=$(harness_tmpdir mnt)
+cdir=$(harness_tmpdir cache)
+chmod 0755 "$mnt"
+st() { cache_inspect stats --cache-dir "$cdir" | awk -v n="$1" '$1 == n { print $2; exit }'; }
+OPTS="cache_dir=$cdir,allow_other,nocto,actimeo=600"
+
+# Every file's bytes as the origin has them, read through the mount.
+read_all() { # WHO...
+	local f n=0
+	for f in $(cd "$data" && find . -type f -name 'f*' | sort); do
+		[ "$("$@" cat "$mnt/$f" 2>&1)" = "$(cat "$data/$f")" ] || { bad "$*: $f reads '$("$@" cat "$mnt/$f" 2>&1)'"; return; }
+		n=$((n + 1))
+	done
+	[ $n = 60 ] || bad "read $n files, want 60"
+}
+refused() { # WHO... -- FILE
+	local out
+	out=$("${@:1:$#-1}" cat "$mnt/${!#}" 2>&1) && { bad "${!#} readable by ${*:1:$#-1}: '$out'"; return; }
+	case $out in *"Permission denied"*) ;; *) bad "${!#}: '$out', want Permission denied" ;; esac
+}
+
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+read_all env
+read_all "${AS_USER[@]}"
+refused "${AS_USER[@]}" d1/secret
+first=$(st origin_access_calls_total)
+echo "  first mount: $first ACCESS calls" >&2
+[ "${first:-0}" -ge 60 ] || bad "the first reads made ${first:-no} ACCESS calls: the test does not see them"
+
+# 1. A restart: the same reads ask the origin nothing about access.
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+read_all env
+read_all "${AS_USER[@]}"
+refused "${AS_USER[@]}" d1/secret
+after=$(st origin_access_calls_total)
+restored=$(st md_restored_access_total)
+echo "  after a restart: $after ACCESS calls (kept answers restored: $restored; LOOKUP $(st origin_lookup_calls_total), GETATTR $(st origin_getattr_calls_total), READDIRPLUS $(st origin_readdirplus_calls_total))" >&2
+[ "${after:-999}" -le 4 ] || bad "after a restart the same reads made ${after:-?} ACCESS calls (the directories' at most)"
+[ "${restored:-0}" -ge 60 ] || bad "md_restored_access_total ${restored:-none}, want at least 60"
+
+# 2. Changed at the origin while the gateway was down: a mode (the kept
+# answer no longer holds: asked again, refused), bytes (read new).
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+chmod 0600 "$data/d2/f2"
+sleep 1.1	# a new ctime second for origins with coarse timestamps
+echo "changed while down" >"$data/d3/f3"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+ls -l "$mnt/d2" "$mnt/d3" >/dev/null
+refused "${AS_USER[@]}" d2/f2
+[ "$("${AS_USER[@]}" cat "$mnt/d3/f3" 2>&1)" = "changed while down" ] || bad "d3/f3 after a change while down: '$("${AS_USER[@]}" cat "$mnt/d3/f3" 2>&1)'"
+[ "$("${AS_USER[@]}" cat "$mnt/d2/f3")" = "d2/f3" ] || bad "d2/f3 (unchanged) through a restart"
+chmod 0644 "$data/d2/f2"
+echo "d3/f3" >"$data/d3/f3"
+
+# 3. Aged from the fetch, not from the restart: with actimeo=2, answers
+# got 3 s before are not used.
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+sleep 3
+mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,nocto,actimeo=2" || exit 1
+read_all env
+aged=$(st origin_access_calls_total)
+echo "  actimeo=2, 3 s later: $aged ACCESS calls" >&2
+[ "${aged:-0}" -ge 60 ] || bad "answers older than actimeo=2 were used: ${aged:-?} ACCESS calls for 60 files"
+
+# 4. A damaged md.log: calls, never a wrong answer.
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+size=$(stat -c %s "$cdir/md.log")
+[ "$size" -gt 1000 ] || bad "md.log is $size bytes"
+printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$cdir/md.log" bs=1 seek=$((size / 3)) conv=notrunc status=none
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+read_all env
+read_all "${AS_USER[@]}"
+refused "${AS_USER[@]}" d1/secret
+grep -q 'kept metadata (md.log)' "$GW_LOG" || bad "no log line about the damaged md.log"
+exit $fail
