@@ -23,8 +23,10 @@
  * than twice what its live records need.
  *
  * Memory: live records in one array (a free list threads the empty
- * slots), the records of one node-id chained, a hash table (linear
- * probing, backward-shift deletion) from node-id to its chain. At most
+ * slots), found by (node-id, kind, key) through one hash table; the
+ * records of a node-id chained from its entry in another (its own
+ * records and its directory entries apart, so that a new inode's records
+ * are found without walking a large directory's names). At most
  * NODES_MD_MAX records (puts beyond it are refused and counted).
  * Lock: m->lock (a mutex) around everything; a leaf.
  */
@@ -60,9 +62,26 @@ struct md_rec {
 	uint64_t id;			/* 0: free slot */
 	uint64_t key;
 	uint64_t fetched;
-	uint32_t next1;			/* next of the chain (free list) + 1 */
+	uint32_t next1;			/* next in its node's chain (or the
+					 * free list) + 1 */
 	uint8_t kind, len;
 	uint8_t blob[NODES_MD_BLOB_MAX];
+};
+
+/* A node-id with records: two chains, its own records (attributes,
+ * access answers) and its directory entries (NODES_MD_DENT), so that the
+ * first are found without walking a large directory's names. */
+struct md_node {
+	uint64_t id;			/* 0: free slot */
+	uint32_t own1, dent1;		/* chain heads + 1; own1: free list */
+};
+
+/* An open-addressing table of uint32 values (index + 1), linear probing,
+ * backward-shift deletion; the hash of a value comes from what it
+ * indexes. */
+struct oatab {
+	uint32_t *v;
+	uint64_t cap, n;		/* cap: power of 2 */
 };
 
 struct nodes_md {
@@ -74,10 +93,11 @@ struct nodes_md {
 	bool broken;			/* a write failed: no more appends */
 	struct md_rec *recs;
 	uint32_t nrecs, cap, free1;	/* slots used, allocated, free list */
+	struct md_node *nodev;
+	uint32_t nnodes, nodes_cap, nfree1;
+	struct oatab by_node;		/* id -> nodev index + 1 */
+	struct oatab by_key;		/* (id, kind, key) -> recs index + 1 */
 	uint64_t live, live_bytes;	/* records, their bytes on disk */
-	uint32_t *tab;			/* node-id -> chain head + 1 */
-	uint64_t tab_cap;		/* power of 2 */
-	uint64_t nodes;			/* chains in tab */
 	struct nodes_md_stats st;
 };
 
@@ -144,93 +164,154 @@ static size_t rec_check(const uint8_t *p, size_t avail, uint32_t gen)
 
 /* ---- memory ------------------------------------------------------------- */
 
-static uint64_t home(const struct nodes_md *m, uint64_t id)
+static uint64_t mix(uint64_t x)
 {
-	return (id * 0x9E3779B97F4A7C15ull) & (m->tab_cap - 1);
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
 }
 
-/* Slot of id in tab, or UINT64_MAX. */
-static uint64_t tab_find(const struct nodes_md *m, uint64_t id)
+static uint64_t key_hash(uint64_t id, uint8_t kind, uint64_t key)
 {
-	uint64_t mask = m->tab_cap - 1, i;
-
-	if (!m->tab_cap)
-		return UINT64_MAX;
-	for (i = home(m, id); m->tab[i]; i = (i + 1) & mask)
-		if (m->recs[m->tab[i] - 1].id == id)
-			return i;
-	return UINT64_MAX;
+	return mix(id ^ mix(key + kind));
 }
 
-static void tab_set(struct nodes_md *m, uint64_t id, uint32_t head1)
+/* The hash of the value v in table t (by_node or by_key). */
+static uint64_t val_hash(const struct nodes_md *m, const struct oatab *t,
+			 uint32_t v)
 {
-	uint64_t mask = m->tab_cap - 1, i;
-
-	for (i = home(m, id); m->tab[i]; i = (i + 1) & mask)
-		if (m->recs[m->tab[i] - 1].id == id)
-			break;
-	if (!m->tab[i])
-		m->nodes++;
-	m->tab[i] = head1;
+	if (t == &m->by_node)
+		return mix(m->nodev[v - 1].id);
+	return key_hash(m->recs[v - 1].id, m->recs[v - 1].kind,
+			m->recs[v - 1].key);
 }
 
-static void tab_delete(struct nodes_md *m, uint64_t i)
-{
-	uint64_t mask = m->tab_cap - 1, j = i;
+static int oa_insert(struct nodes_md *m, struct oatab *t, uint64_t h,
+		     uint32_t v);
 
-	m->nodes--;
+static int oa_grow(struct nodes_md *m, struct oatab *t)
+{
+	struct oatab old = *t;
+
+	t->cap = old.cap ? old.cap * 2 : 1024;
+	t->v = calloc(t->cap, sizeof(*t->v));
+	if (!t->v) {
+		*t = old;
+		return -ENOMEM;
+	}
+	t->n = 0;
+	for (uint64_t i = 0; i < old.cap; i++)
+		if (old.v[i])
+			oa_insert(m, t, val_hash(m, t, old.v[i]), old.v[i]);
+	free(old.v);
+	return 0;
+}
+
+static int oa_insert(struct nodes_md *m, struct oatab *t, uint64_t h,
+		     uint32_t v)
+{
+	uint64_t i;
+
+	if ((t->n + 1) * 10 > t->cap * 7 && oa_grow(m, t))
+		return -ENOMEM;
+	for (i = h & (t->cap - 1); t->v[i]; i = (i + 1) & (t->cap - 1))
+		;
+	t->v[i] = v;
+	t->n++;
+	return 0;
+}
+
+static void oa_delete(struct nodes_md *m, struct oatab *t, uint64_t i)
+{
+	uint64_t mask = t->cap - 1, j = i;
+
+	t->n--;
 	for (;;) {
 		uint64_t k;
 
-		m->tab[i] = 0;
+		t->v[i] = 0;
 		for (;;) {
 			j = (j + 1) & mask;
-			if (!m->tab[j])
+			if (!t->v[j])
 				return;
-			k = home(m, m->recs[m->tab[j] - 1].id);
-			/* May the entry at j move back to i? */
+			k = val_hash(m, t, t->v[j]) & mask;
+			/* The value at j stays if its home is in (i, j]. */
 			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 				continue;
 			break;
 		}
-		m->tab[i] = m->tab[j];
+		t->v[i] = t->v[j];
 		i = j;
 	}
 }
 
-static int tab_grow(struct nodes_md *m)
+/* Slot of node id in by_node, or UINT64_MAX. */
+static uint64_t node_slot(const struct nodes_md *m, uint64_t id)
 {
-	uint64_t cap = m->tab_cap ? m->tab_cap * 2 : 1024, old = m->tab_cap;
-	uint32_t *t = calloc(cap, sizeof(*t)), *o = m->tab;
+	const struct oatab *t = &m->by_node;
+	uint64_t i;
 
-	if (!t)
-		return -ENOMEM;
-	m->tab = t;
-	m->tab_cap = cap;
-	m->nodes = 0;
-	for (uint64_t i = 0; i < old; i++)
-		if (o[i])
-			tab_set(m, m->recs[o[i] - 1].id, o[i]);
-	free(o);
-	return 0;
+	if (!t->cap)
+		return UINT64_MAX;
+	for (i = mix(id) & (t->cap - 1); t->v[i]; i = (i + 1) & (t->cap - 1))
+		if (m->nodev[t->v[i] - 1].id == id)
+			return i;
+	return UINT64_MAX;
 }
 
-/* The record (id, kind, key) in memory, or UINT32_MAX. Lock held. */
-static uint32_t rec_find(const struct nodes_md *m, uint64_t id, uint8_t kind,
+/* Slot of the record (id, kind, key) in by_key, or UINT64_MAX. */
+static uint64_t rec_slot(const struct nodes_md *m, uint64_t id, uint8_t kind,
 			 uint64_t key)
 {
-	uint64_t s = tab_find(m, id);
-	uint32_t r1;
+	const struct oatab *t = &m->by_key;
+	uint64_t i;
 
-	if (s == UINT64_MAX)
-		return UINT32_MAX;
-	for (r1 = m->tab[s]; r1; r1 = m->recs[r1 - 1].next1) {
-		const struct md_rec *r = &m->recs[r1 - 1];
+	if (!t->cap)
+		return UINT64_MAX;
+	for (i = key_hash(id, kind, key) & (t->cap - 1); t->v[i];
+	     i = (i + 1) & (t->cap - 1)) {
+		const struct md_rec *r = &m->recs[t->v[i] - 1];
 
-		if (r->kind == kind && r->key == key)
-			return r1 - 1;
+		if (r->id == id && r->kind == kind && r->key == key)
+			return i;
 	}
-	return UINT32_MAX;
+	return UINT64_MAX;
+}
+
+/* The node entry of id, made if missing (NULL: out of memory). */
+static struct md_node *node_get(struct nodes_md *m, uint64_t id)
+{
+	uint64_t s = node_slot(m, id);
+	uint32_t idx;
+
+	if (s != UINT64_MAX)
+		return &m->nodev[m->by_node.v[s] - 1];
+	if (m->nfree1) {
+		idx = m->nfree1 - 1;
+		m->nfree1 = m->nodev[idx].own1;
+	} else {
+		if (m->nnodes == m->nodes_cap) {
+			uint32_t cap = m->nodes_cap ? m->nodes_cap * 2 : 1024;
+			struct md_node *n = realloc(m->nodev,
+						    cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			m->nodev = n;
+			m->nodes_cap = cap;
+		}
+		idx = m->nnodes++;
+	}
+	m->nodev[idx] = (struct md_node){ .id = id };
+	if (oa_insert(m, &m->by_node, mix(id), idx + 1)) {
+		m->nodev[idx].id = 0;
+		m->nodev[idx].own1 = m->nfree1;
+		m->nfree1 = idx + 1;
+		return NULL;
+	}
+	return &m->nodev[idx];
 }
 
 /* Set (id, kind, key) in memory. 0, -ENOSPC (NODES_MD_MAX), -ENOMEM.
@@ -239,18 +320,20 @@ static int mem_put(struct nodes_md *m, uint64_t id, uint8_t kind,
 		   uint64_t key, uint64_t fetched, const void *blob,
 		   uint8_t len)
 {
-	uint32_t idx = rec_find(m, id, kind, key);
+	uint64_t s = rec_slot(m, id, kind, key);
+	struct md_node *nd;
 	struct md_rec *r;
-	uint64_t s;
+	uint32_t idx, *head;
 
-	if (idx == UINT32_MAX) {
+	GW_ASSERT_HELD(&m->lock);
+	if (s == UINT64_MAX) {
 		if (m->live >= NODES_MD_MAX)
 			return -ENOSPC;
-		if ((m->nodes + 1) * 10 > m->tab_cap * 7 && tab_grow(m))
+		nd = node_get(m, id);
+		if (!nd)
 			return -ENOMEM;
 		if (m->free1) {
 			idx = m->free1 - 1;
-			m->free1 = m->recs[idx].next1;
 		} else {
 			if (m->nrecs == m->cap) {
 				uint32_t cap = m->cap ? m->cap * 2 : 1024;
@@ -262,19 +345,27 @@ static int mem_put(struct nodes_md *m, uint64_t id, uint8_t kind,
 				m->recs = n;
 				m->cap = cap;
 			}
-			idx = m->nrecs++;
+			idx = m->nrecs;
 		}
 		r = &m->recs[idx];
-		s = tab_find(m, id);
-		r->next1 = s == UINT64_MAX ? 0 : m->tab[s];
 		r->id = id;
 		r->kind = kind;
 		r->key = key;
+		if (oa_insert(m, &m->by_key, key_hash(id, kind, key), idx + 1)) {
+			r->id = 0;
+			return -ENOMEM;
+		}
+		if (idx == m->nrecs)
+			m->nrecs++;
+		else
+			m->free1 = m->recs[idx].next1;
+		head = kind == NODES_MD_DENT ? &nd->dent1 : &nd->own1;
+		r->next1 = *head;
+		*head = idx + 1;
 		r->len = 0;
-		tab_set(m, id, idx + 1);
 		m->live++;
 	} else {
-		r = &m->recs[idx];
+		r = &m->recs[m->by_key.v[s] - 1];
 		m->live_bytes -= MD_REC_FIXED + r->len;
 	}
 	r->fetched = fetched;
@@ -285,20 +376,14 @@ static int mem_put(struct nodes_md *m, uint64_t id, uint8_t kind,
 	return 0;
 }
 
-/* Forget every record of id in memory. Lock held. */
-static bool mem_drop(struct nodes_md *m, uint64_t id)
+/* Free a chain of records. Lock held. */
+static void chain_free(struct nodes_md *m, uint32_t r1)
 {
-	uint64_t s = tab_find(m, id);
-	uint32_t r1;
-
-	if (s == UINT64_MAX)
-		return false;
-	r1 = m->tab[s];
-	tab_delete(m, s);
 	while (r1) {
 		struct md_rec *r = &m->recs[r1 - 1];
 		uint32_t next = r->next1;
 
+		oa_delete(m, &m->by_key, rec_slot(m, r->id, r->kind, r->key));
 		m->live--;
 		m->live_bytes -= MD_REC_FIXED + r->len;
 		r->id = 0;
@@ -306,6 +391,24 @@ static bool mem_drop(struct nodes_md *m, uint64_t id)
 		m->free1 = r1;
 		r1 = next;
 	}
+}
+
+/* Forget every record of id in memory. Lock held. */
+static bool mem_drop(struct nodes_md *m, uint64_t id)
+{
+	uint64_t s = node_slot(m, id);
+	uint32_t idx;
+
+	GW_ASSERT_HELD(&m->lock);
+	if (s == UINT64_MAX)
+		return false;
+	idx = m->by_node.v[s] - 1;
+	oa_delete(m, &m->by_node, s);
+	chain_free(m, m->nodev[idx].own1);
+	chain_free(m, m->nodev[idx].dent1);
+	m->nodev[idx].id = 0;
+	m->nodev[idx].own1 = m->nfree1;
+	m->nfree1 = idx + 1;
 	return true;
 }
 
@@ -457,6 +560,8 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 	m->fd = -1;
 	m->gen = gen;
 	pthread_mutex_init(&m->lock, NULL);
+	/* Not shared yet: held so that what asserts it elsewhere may run. */
+	pthread_mutex_lock(&m->lock);
 	m->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (m->dirfd < 0) {
 		ret = -errno;
@@ -514,6 +619,7 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 			goto out_close;
 		}
 	}
+	pthread_mutex_unlock(&m->lock);
 	*out = m;
 	return 0;
 
@@ -523,9 +629,12 @@ out_close:
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 out_free:
+	pthread_mutex_unlock(&m->lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m->recs);
-	free(m->tab);
+	free(m->nodev);
+	free(m->by_node.v);
+	free(m->by_key.v);
 	free(m);
 	return ret;
 }
@@ -538,7 +647,9 @@ void nodes_md_close(struct nodes_md *m)
 	close(m->dirfd);
 	pthread_mutex_destroy(&m->lock);
 	free(m->recs);
-	free(m->tab);
+	free(m->nodev);
+	free(m->by_node.v);
+	free(m->by_key.v);
 	free(m);
 }
 
@@ -567,6 +678,15 @@ int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
 	return ret;
 }
 
+static void rec_out(const struct md_rec *r, struct nodes_md_rec *o)
+{
+	o->kind = r->kind;
+	o->key = r->key;
+	o->fetched_ns = r->fetched;
+	o->len = r->len;
+	memcpy(o->blob, r->blob, r->len);
+}
+
 size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
 		    struct nodes_md_rec *out, size_t max)
 {
@@ -574,20 +694,26 @@ size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
 	uint64_t s;
 
 	pthread_mutex_lock(&m->lock);
-	s = tab_find(m, nodeid);
-	for (uint32_t r1 = s == UINT64_MAX ? 0 : m->tab[s]; r1 && n < max;
-	     r1 = m->recs[r1 - 1].next1) {
-		const struct md_rec *r = &m->recs[r1 - 1];
-
-		out[n].kind = r->kind;
-		out[n].key = r->key;
-		out[n].fetched_ns = r->fetched;
-		out[n].len = r->len;
-		memcpy(out[n].blob, r->blob, r->len);
-		n++;
-	}
+	s = node_slot(m, nodeid);
+	for (uint32_t r1 = s == UINT64_MAX ? 0 :
+	     m->nodev[m->by_node.v[s] - 1].own1; r1 && n < max;
+	     r1 = m->recs[r1 - 1].next1)
+		rec_out(&m->recs[r1 - 1], &out[n++]);
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
+		     uint64_t key, struct nodes_md_rec *out)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&m->lock);
+	s = rec_slot(m, nodeid, kind, key);
+	if (s != UINT64_MAX)
+		rec_out(&m->recs[m->by_key.v[s] - 1], out);
+	pthread_mutex_unlock(&m->lock);
+	return s == UINT64_MAX ? -ENOENT : 0;
 }
 
 int nodes_md_drop(struct nodes_md *m, uint64_t nodeid)
@@ -610,7 +736,7 @@ void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st)
 	pthread_mutex_lock(&m->lock);
 	*st = m->st;
 	st->records = m->live;
-	st->nodes = m->nodes;
+	st->nodes = m->by_node.n;
 	st->file_bytes = m->end;
 	pthread_mutex_unlock(&m->lock);
 }

@@ -151,6 +151,8 @@ void nodes_inject_sync_error(struct nodes *t, int err, int count);
  * Thread-safe except nodes_md_close(). */
 
 #define NODES_MD_BLOB_MAX 96		/* bytes of one record */
+#define NODES_MD_DENT 127		/* the kind of directory entries:
+					 * kept apart from the node's own */
 #define NODES_MD_MAX (1u << 19)		/* records kept, at most */
 
 struct nodes_md;
@@ -187,9 +189,13 @@ void nodes_md_close(struct nodes_md *m);
 int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
 		 uint64_t key, uint64_t fetched_ns, const void *blob,
 		 size_t len);
-/* Copy up to max records of nodeid into out; returns how many. */
+/* Copy up to max of nodeid's own records (not NODES_MD_DENT ones) into
+ * out; returns how many. */
 size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
 		    struct nodes_md_rec *out, size_t max);
+/* The record (nodeid, kind, key) into *out: 0 or -ENOENT. */
+int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
+		     uint64_t key, struct nodes_md_rec *out);
 /* Forget every record of nodeid (its file is gone). 0 or -errno. */
 int nodes_md_drop(struct nodes_md *m, uint64_t nodeid);
 void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st);

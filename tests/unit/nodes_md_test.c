@@ -171,6 +171,39 @@ int main(void)
 	CHECK(st.file_bytes <= (2u << 20));
 	CHECK_EQ(st.records, 1);
 
+	/* 6b. A directory's entries: found by key, apart from the node's
+	 * own records, kept across a reopen, forgotten with the node. */
+	CHECK_EQ(nodes_md_put(m, 11, 1, 0, 5, "attr", 4), 0);
+	for (uint64_t k = 1; k <= 20000; k++)
+		CHECK_EQ(nodes_md_put(m, 11, NODES_MD_DENT, k * 977, k, &k,
+				      sizeof(k)), 0);
+	{
+		struct nodes_md_rec r[4];
+
+		CHECK_EQ(nodes_md_get(m, 11, r, 4), 1);	/* its own only */
+		CHECK_EQ(r[0].kind, 1);
+		nodes_md_close(m);
+		m = mopen(8);
+		CHECK_EQ(nodes_md_get(m, 11, r, 4), 1);
+		for (uint64_t k = 1; k <= 20000; k++) {
+			uint64_t v;
+
+			CHECK_EQ(nodes_md_get_one(m, 11, NODES_MD_DENT,
+						  k * 977, &r[0]), 0);
+			memcpy(&v, r[0].blob, sizeof(v));
+			CHECK_EQ(v, k);
+			CHECK_EQ(r[0].fetched_ns, k);
+		}
+		CHECK_EQ(nodes_md_get_one(m, 11, NODES_MD_DENT, 5, &r[0]),
+			 -ENOENT);
+		CHECK_EQ(nodes_md_drop(m, 11), 0);
+		CHECK_EQ(nodes_md_get_one(m, 11, NODES_MD_DENT, 977, &r[0]),
+			 -ENOENT);
+		CHECK_EQ(nodes_md_get(m, 11, r, 4), 0);
+		nodes_md_stats(m, &st);
+		CHECK_EQ(st.records, 1);	/* node 9's */
+	}
+
 	/* 7. At most NODES_MD_MAX records: the rest refused, counted. */
 	for (uint64_t id = 10; id < 10 + NODES_MD_MAX; id++) {
 		int ret = nodes_md_put(m, id, 1, 0, 0, NULL, 0);
