@@ -166,6 +166,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("md_restored_attrs_total", "counter",
 		  "New inodes that started with attributes kept from before (still within the attribute timeout).",
 		  __atomic_load_n(&gw->md_restored_attrs, __ATOMIC_RELAXED));
+		M("md_kept_lookups_total", "counter",
+		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
+		  __atomic_load_n(&gw->md_kept_lookups, __ATOMIC_RELAXED));
 		M("md_restored_access_total", "counter",
 		  "ACCESS answers kept from before that new inodes started with.",
 		  __atomic_load_n(&gw->md_restored_access, __ATOMIC_RELAXED));

@@ -493,6 +493,17 @@ void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 		       const struct gw_access *s);
 /* The origin called nodeid's handle stale. */
 void gw_md_forget(struct gw *gw, uint64_t nodeid);
+/* The origin said name in dir is child (a LOOKUP or READDIRPLUS). */
+void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
+		     uint64_t child);
+/* dir/name was removed or renamed through the gateway. */
+void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name);
+uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME */
+/* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
+ * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,
+ * or not usable: ask the origin). */
+int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
+		 const char *name, struct fuse_entry_param *e);
 
 /* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
@@ -636,9 +647,14 @@ struct gw {
 	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
 	struct nodes_md *md;		/* remember.c: kept metadata; set at
 					 * start (NULL: none); thread-safe */
+	uint64_t md_epoch;		/* start (CLOCK_REALTIME ns): only
+					 * what was kept before is used;
+					 * set at start */
 	uint64_t md_restored_attrs;	/* new inodes given kept attributes
 					 * (atomic) */
 	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
+	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
+					 * (atomic) */
 	/* control socket: set by gw_ctl_start, used by the ctl threads,
 	 * torn down by gw_ctl_stop after joining them */
 	int ctl_fd;

@@ -183,6 +183,7 @@ static int open_cache(struct gw *gw)
 		       (unsigned long long)ns.skipped_bytes);
 	/* What was known of the files (remember.c): a cache; one that
 	 * cannot be opened is logged, and the gateway runs without. */
+	gw->md_epoch = gw_md_now_ns();
 	ret = nodes_md_open(gw->o->cache_dir, ns.generation, &gw->md, err,
 			    sizeof(err));
 	if (ret) {

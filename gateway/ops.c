@@ -167,6 +167,9 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	bool has_attr = false;
 	int ret;
 
+	ret = gw_md_lookup(gw, req, parent, name, e);
+	if (ret != -ENOENT)
+		return ret;
 	gw_req_cred(req, &cr);
 	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
 	if (ret)
@@ -180,6 +183,7 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	if (!ino)
 		return -errno;
 	gw_inode_note_name(ino, parent->nodeid, name, &a);
+	gw_md_note_dent(gw, parent, name, ino->nodeid);
 	gw_make_entry(gw, ino, &a, e);
 	return 0;
 }
@@ -587,6 +591,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	struct gw_inode *dir = plus ? gw_inode_find(gw, nodeid) : NULL;
 	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
 	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
@@ -632,6 +637,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			if (ino) {
 				gw_inode_note_name(ino, nodeid, de->name,
 						   &de->attr);
+				if (dir)
+					gw_md_note_dent(gw, dir, de->name,
+							ino->nodeid);
 				gw_make_entry(gw, ino, &de->attr, &e);
 				refs[nrefs++] = ino->nodeid;
 			}

@@ -64,6 +64,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		return;
 	}
 	gw_inode_note_name(ino, parent->nodeid, name, &c->attr);
+	gw_md_note_dent(gw, parent, name, ino->nodeid);
 	gw_make_entry(gw, ino, &c->attr, &e);
 	if (!fi) {
 		if (fuse_reply_entry(req, &e) == -ENOENT)
@@ -266,8 +267,10 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	gw_req_cred(req, &cr);
 	ret = rm(gw->nfs, &cr, &p->fh, name);
-	if (!ret)
+	if (!ret) {
 		dir_changed(p);
+		gw_md_unname(gw, p, name);
+	}
 	fuse_reply_err(req, -ret);
 }
 
@@ -323,6 +326,7 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
 	if (!ret) {
 		dir_changed(p);
+		gw_md_unname(gw, p, name);
 		if (v)
 			gw_inode_invalidate_attr(v);
 	}
@@ -389,6 +393,8 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!ret) {
 		dir_changed(p);
 		dir_changed(np);
+		gw_md_unname(gw, p, name);
+		gw_md_unname(gw, np, newname);
 		if (v)
 			gw_inode_invalidate_attr(v);
 		/* A rename changes the moved file's ctime too. */
@@ -396,6 +402,7 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (moved) {
 			gw_inode_set_attr_if_newer(moved, &ma);
 			gw_inode_note_name(moved, np->nodeid, newname, &ma);
+			gw_md_note_dent(gw, np, newname, moved->nodeid);
 		}
 	}
 reply:

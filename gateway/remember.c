@@ -3,9 +3,11 @@
  * node-id, with the wall-clock time they were fetched, kept in the cache
  * directory (nodes/md.c: md.log, checksummed records).
  *
- * A new inode (after a restart: the first LOOKUP, READDIRPLUS or
- * re-export handle that names it) starts with what was kept, aged by the
- * time since the fetch, not since the restart: answers older than the
+ * Only what was kept before this start is used (md_epoch): while it
+ * runs, the gateway behaves as it always did, and what it learns serves
+ * the next start. A new inode (after a restart: the first LOOKUP,
+ * READDIRPLUS or re-export handle that names it) starts with what was
+ * kept, aged by the time since the fetch, not since the restart: answers older than the
  * attribute timeout are not used, and an ACCESS answer holds only while
  * the inode's attributes (fresh from the origin as a rule, the LOOKUP or
  * READDIRPLUS that made the inode) still show the file it was given for
@@ -14,11 +16,23 @@
  * ACCESS per file, and a file whose mode changed at the origin while the
  * gateway was down is asked about again.
  *
+ * Names too: a directory's entries (name -> node-id, from LOOKUP and
+ * READDIRPLUS replies) are kept with their fetch time, and a LOOKUP is
+ * answered from them while younger than the directory's attribute
+ * timeout (what the kernel NFS client allows its dentry cache), if the
+ * caller may search the directory (access.c, kept answers count), the
+ * node-id is still in the node-id table and its attributes are known and
+ * young enough; else it goes to the origin. A name not kept is asked:
+ * negative answers are never given from here. A name removed or renamed
+ * through the gateway is forgotten at once (gw_md_unname); one made is
+ * kept.
+ *
  * What is written: every ACCESS answer the origin gave (remember() in
- * access.c); attributes when they differ from the last ones written or
- * when those are older than half the attribute timeout (so at most about
- * two records per timeout per file). A node-id the origin calls stale
- * loses its records. Blobs are this machine's layout, fixed-width fields.
+ * access.c); attributes and names when they differ from the last ones
+ * written or when those are older than half their timeout (so at most
+ * about two records per timeout per file). A node-id the origin calls
+ * stale loses its records (its names in its directory stay, and lead to
+ * a node-id no longer in the table: asked again). Blobs are this machine's layout, fixed-width fields.
  * Locks: the md store's own (a leaf); called with ino->lock not held,
  * except gw_md_attach (a new inode, not yet shared).
  */
@@ -32,6 +46,7 @@
 
 #define MD_ATTR 1
 #define MD_ACCESS 2
+#define MD_NAME_MAX (NODES_MD_BLOB_MAX - 8)	/* longer names: not kept */
 
 struct md_attr {
 	uint8_t type;
@@ -53,7 +68,7 @@ struct md_access {
 _Static_assert(sizeof(struct md_attr) <= NODES_MD_BLOB_MAX, "md_attr");
 _Static_assert(sizeof(struct md_access) <= NODES_MD_BLOB_MAX, "md_access");
 
-static uint64_t now_real_ns(void)
+uint64_t gw_md_now_ns(void)
 {
 	struct timespec t;
 
@@ -152,7 +167,7 @@ static void mono_minus(double age, struct timespec *ts, double *secs)
 void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 {
 	struct nodes_md_rec r[1 + GW_ACCESS_SLOTS + 4];
-	uint64_t now = now_real_ns();
+	uint64_t now = gw_md_now_ns();
 	struct nfsc_attr a;
 	bool have_attr = false;
 	size_t n;
@@ -164,8 +179,9 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 	for (size_t i = 0; i < n; i++) {
 		double age = age_of(r[i].fetched_ns, now);
 
-		if (r[i].kind != MD_ATTR || age < 0 || !unpack_attr(&r[i], &a) ||
-		    age >= gw_attr_ttl(gw, &a))
+		if (r[i].kind != MD_ATTR || age < 0 ||
+		    r[i].fetched_ns >= gw->md_epoch ||
+		    !unpack_attr(&r[i], &a) || age >= gw_attr_ttl(gw, &a))
 			continue;
 		ino->attr = a;
 		mono_minus(age, &ino->attr_at, NULL);
@@ -179,7 +195,7 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 		struct md_access m;
 
 		if (r[i].kind != MD_ACCESS || age < 0 ||
-		    r[i].len != sizeof(m) ||
+		    r[i].fetched_ns >= gw->md_epoch || r[i].len != sizeof(m) ||
 		    ino->access_next >= GW_ACCESS_SLOTS)
 			continue;
 		memcpy(&m, r[i].blob, sizeof(m));
@@ -228,7 +244,7 @@ void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 	m.fgid = s->fgid;
 	(void)nodes_md_put(gw->md, nodeid, MD_ACCESS,
 			   access_key(s->uid, s->gid, s->groups),
-			   now_real_ns(), &m, sizeof(m));
+			   gw_md_now_ns(), &m, sizeof(m));
 }
 
 void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
@@ -242,7 +258,7 @@ void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
 		return;
 	pack_attr(a, &m);
 	sum = XXH3_64bits(&m, sizeof(m));
-	now = now_real_ns();
+	now = gw_md_now_ns();
 	ttl = gw_attr_ttl(gw, a);
 	pthread_mutex_lock(&ino->lock);
 	if (ino->md_attr_sum == sum &&
@@ -262,4 +278,95 @@ void gw_md_forget(struct gw *gw, uint64_t nodeid)
 {
 	if (gw->md)
 		(void)nodes_md_drop(gw->md, nodeid);
+}
+
+static uint64_t name_key(const char *name, size_t len)
+{
+	return XXH3_64bits(name, len);
+}
+
+static double dir_ttl(struct gw *gw, struct gw_inode *dir)
+{
+	struct nfsc_attr a;
+	double ttl;
+
+	pthread_mutex_lock(&dir->lock);
+	a = dir->attr;
+	ttl = dir->attr_valid ? gw_attr_ttl(gw, &a) : gw->o->acdirmin;
+	pthread_mutex_unlock(&dir->lock);
+	return ttl;
+}
+
+void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
+		     uint64_t child)
+{
+	uint8_t blob[NODES_MD_BLOB_MAX];
+	size_t len = strlen(name);
+	struct nodes_md_rec r;
+	uint64_t key, now;
+
+	if (!gw->md || len > MD_NAME_MAX || !child)
+		return;
+	key = name_key(name, len);
+	now = gw_md_now_ns();
+	if (nodes_md_get_one(gw->md, dir->nodeid, NODES_MD_DENT, key,
+			     &r) == 0 && r.len == 8 + len &&
+	    !memcmp(r.blob, &child, 8) && !memcmp(r.blob + 8, name, len) &&
+	    now >= r.fetched_ns &&
+	    (double)(now - r.fetched_ns) / 1e9 < dir_ttl(gw, dir) / 2)
+		return;
+	memcpy(blob, &child, 8);
+	memcpy(blob + 8, name, len);
+	(void)nodes_md_put(gw->md, dir->nodeid, NODES_MD_DENT, key, now,
+			   blob, 8 + len);
+}
+
+void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name)
+{
+	size_t len = strlen(name);
+
+	/* A record without a node-id: the name is not kept any more. */
+	if (gw->md && len <= MD_NAME_MAX)
+		(void)nodes_md_put(gw->md, dir->nodeid, NODES_MD_DENT,
+				   name_key(name, len), gw_md_now_ns(), NULL,
+				   0);
+}
+
+int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
+		 const char *name, struct fuse_entry_param *e)
+{
+	size_t len = strlen(name);
+	struct nodes_md_rec r;
+	struct gw_inode *ino;
+	struct nfsc_cred cr;
+	struct nfsc_attr a;
+	uint64_t child;
+	double age;
+	int ret;
+
+	if (!gw->md || len > MD_NAME_MAX ||
+	    nodes_md_get_one(gw->md, dir->nodeid, NODES_MD_DENT,
+			     name_key(name, len), &r) ||
+	    r.len != 8 + len || memcmp(r.blob + 8, name, len))
+		return -ENOENT;
+	age = age_of(r.fetched_ns, gw_md_now_ns());
+	if (age < 0 || age >= dir_ttl(gw, dir) || r.fetched_ns >= gw->md_epoch)
+		return -ENOENT;
+	memcpy(&child, r.blob, 8);
+	/* The origin would refuse a LOOKUP in a directory the caller may
+	 * not search: so does a kept name. */
+	gw_req_cred(req, &cr);
+	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
+	if (ret)
+		return ret == -EACCES ? -EACCES : -ENOENT;
+	ino = gw_inode_resolve(gw, child);
+	if (!ino)
+		return -ENOENT;	/* given back: asked again */
+	if (gw_inode_cached_attr(gw, ino, &a)) {
+		gw_inode_forget(gw, child, 1);
+		return -ENOENT;
+	}
+	gw_make_entry(gw, ino, &a, e);
+	__atomic_add_fetch(&gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
+	return 0;
 }
