@@ -499,6 +499,8 @@ void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
 /* dir/name was removed or renamed through the gateway. */
 void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name);
 uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME */
+/* At start, after a stop that was not clean: keep only ACCESS answers. */
+void gw_md_unclean(struct gw *gw);
 /* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
  * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,
  * or not usable: ask the origin). */

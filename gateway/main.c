@@ -200,6 +200,8 @@ static int open_cache(struct gw *gw)
 			gw_log("kept metadata (md.log): %llu bytes after a "
 			       "torn or damaged record dropped",
 			       (unsigned long long)ms.dropped_bytes);
+		if (!ms.clean)
+			gw_md_unclean(gw);
 	}
 	return 0;
 }

@@ -27,6 +27,11 @@
  * through the gateway is forgotten at once (gw_md_unname); one made is
  * kept.
  *
+ * After a stop that was not clean (a crash, SIGKILL, a damaged md.log)
+ * the last records of the run before may be missing, so a name removed
+ * or attributes changed through the gateway could come back as they were:
+ * only the ACCESS answers are kept then (gw_md_unclean).
+ *
  * What is written: every ACCESS answer the origin gave (remember() in
  * access.c); attributes and names when they differ from the last ones
  * written or when those are older than half their timeout (so at most
@@ -369,4 +374,21 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	gw_make_entry(gw, ino, &a, e);
 	__atomic_add_fetch(&gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+void gw_md_unclean(struct gw *gw)
+{
+	/* The last records of the run before may be missing: a name
+	 * removed or attributes changed through the gateway could come back
+	 * as they were before. ACCESS answers stay right however old (each
+	 * holds only while fresh attributes show the file it was given
+	 * for); names and attributes go. */
+	gw_log("kept metadata (md.log): the last stop was not clean; "
+	       "keeping only the ACCESS answers");
+	if (nodes_md_retain(gw->md, MD_ACCESS)) {
+		gw_log("kept metadata (md.log): cannot rewrite it: starting "
+		       "without it");
+		nodes_md_close(gw->md);
+		gw->md = NULL;
+	}
 }

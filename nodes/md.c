@@ -12,7 +12,10 @@
  *     u64 fetched (CLOCK_REALTIME ns), len bytes, u64 XXH3-64 (seed =
  *     generation) of everything before it.
  *     kind 1..127: a record, replacing the earlier one of the same
- *     (node-id, kind, key); MD_DROP: forget every record of the node-id.
+ *     (node-id, kind, key); MD_DROP: forget every record of the node-id;
+ *     MD_CLEAN: written (and fdatasync'd) by a clean close: a file that
+ *     does not end with it was not closed cleanly, and may miss the last
+ *     records of its run (nodes_md_stats: clean).
  *
  * It is a cache of the origin's answers, so it is never fsync'd except at
  * compaction: a crash loses the last records (the gateway asks the origin
@@ -55,6 +58,7 @@
 #define MD_REC_FIXED 40
 #define MD_REC_MAX (MD_REC_FIXED + NODES_MD_BLOB_MAX)
 #define MD_DROP 0xDD
+#define MD_CLEAN 0xCC		/* last record of a clean close */
 #define MD_SLACK (1u << 20)		/* waste never worth a rewrite */
 #define MD_LOAD_BUF (1u << 20)
 
@@ -150,8 +154,8 @@ static size_t rec_check(const uint8_t *p, size_t avail, uint32_t gen)
 	if (avail < MD_REC_FIXED)
 		return 0;
 	len = p[1];
-	if (!p[0] || (p[0] > 127 && p[0] != MD_DROP) ||
-	    len > NODES_MD_BLOB_MAX || (p[0] == MD_DROP && len) ||
+	if (!p[0] || (p[0] > 127 && p[0] != MD_DROP && p[0] != MD_CLEAN) ||
+	    len > NODES_MD_BLOB_MAX || (p[0] > 127 && len) ||
 	    avail < MD_REC_FIXED + len || !get64(p + 8))
 		return 0;
 	for (int i = 2; i < 8; i++)
@@ -528,7 +532,10 @@ static int replay(struct nodes_md *m)
 		n = rec_check(buf + pos, have - pos, m->gen);
 		if (!n)
 			break;
-		if (buf[pos] == MD_DROP) {
+		m->st.clean = buf[pos] == MD_CLEAN;
+		if (buf[pos] == MD_CLEAN) {
+			;	/* the run before closed cleanly, if last */
+		} else if (buf[pos] == MD_DROP) {
 			mem_drop(m, get64(buf + pos + 8));
 		} else if (mem_put(m, get64(buf + pos + 8), buf[pos],
 				   get64(buf + pos + 16),
@@ -600,6 +607,8 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 			}
 			m->st.dropped_bytes = (uint64_t)st.st_size > m->end ?
 					      (uint64_t)st.st_size - m->end : 0;
+			if (m->st.dropped_bytes)	/* torn or damaged */
+				m->st.clean = false;
 			if (m->st.dropped_bytes &&
 			    ftruncate(m->fd, (off_t)m->end) < 0)
 				m->broken = true;
@@ -610,6 +619,8 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 			m->st.started_afresh = true;
 		}
 	}
+	if (m->fd < 0 || m->st.started_afresh)
+		m->st.clean = true;	/* nothing kept: nothing to doubt */
 	if (m->fd < 0 || m->st.started_afresh ||
 	    m->end > 2 * (MD_HDR + m->live_bytes) + MD_SLACK) {
 		ret = rewrite(m);
@@ -641,8 +652,15 @@ out_free:
 
 void nodes_md_close(struct nodes_md *m)
 {
+	uint8_t rec[MD_REC_MAX];
+
 	if (!m)
 		return;
+	pthread_mutex_lock(&m->lock);
+	if (!append(m, rec, rec_encode(rec, m->gen, MD_CLEAN, 1, 0, 0, NULL,
+				       0)))
+		(void)fdatasync(m->fd);
+	pthread_mutex_unlock(&m->lock);
 	close(m->fd);
 	close(m->dirfd);
 	pthread_mutex_destroy(&m->lock);
@@ -727,6 +745,34 @@ int nodes_md_drop(struct nodes_md *m, uint64_t nodeid)
 						0, 0, NULL, 0));
 		maybe_rewrite(m);
 	}
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+int nodes_md_retain(struct nodes_md *m, uint8_t kind)
+{
+	struct md_rec *old;
+	uint32_t n;
+	int ret = 0;
+
+	pthread_mutex_lock(&m->lock);
+	old = m->recs;
+	n = m->nrecs;
+	m->recs = NULL;
+	m->nrecs = m->cap = m->free1 = 0;
+	m->nnodes = m->nfree1 = 0;
+	free(m->by_node.v);
+	free(m->by_key.v);
+	memset(&m->by_node, 0, sizeof(m->by_node));
+	memset(&m->by_key, 0, sizeof(m->by_key));
+	m->live = m->live_bytes = 0;
+	for (uint32_t i = 0; i < n && !ret; i++)
+		if (old[i].id && old[i].kind == kind)
+			ret = mem_put(m, old[i].id, kind, old[i].key,
+				      old[i].fetched, old[i].blob, old[i].len);
+	free(old);
+	if (!ret)
+		ret = rewrite(m);
 	pthread_mutex_unlock(&m->lock);
 	return ret;
 }

@@ -146,8 +146,9 @@ void nodes_inject_sync_error(struct nodes *t, int err, int count);
  * origin, kept in "md.log" (0600) across restarts. A record replaces the
  * earlier one of the same (node-id, kind, key). The file belongs to one
  * node-id table (its generation): a file of another is started afresh.
- * Never fsync'd but at compaction: a crash may lose the last records,
- * damage loses the records after it; both are asked of the origin again.
+ * Never fsync'd but at compaction and close: a crash may lose the last
+ * records, damage loses the records after it (stats say whether the file
+ * was closed cleanly, for the caller to decide what to trust).
  * Thread-safe except nodes_md_close(). */
 
 #define NODES_MD_BLOB_MAX 96		/* bytes of one record */
@@ -175,6 +176,9 @@ struct nodes_md_stats {
 	uint64_t dropped_bytes;		/* at open: a torn tail, damage, or
 					 * a file of another table */
 	bool started_afresh;		/* at open: header not ours */
+	bool clean;			/* at open: the file ended with a clean
+					 * close's mark (else its last records
+					 * may be missing) */
 };
 
 /* Open (or make) dir/md.log for the node-id table of generation gen. The
@@ -198,6 +202,9 @@ int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
 		     uint64_t key, struct nodes_md_rec *out);
 /* Forget every record of nodeid (its file is gone). 0 or -errno. */
 int nodes_md_drop(struct nodes_md *m, uint64_t nodeid);
+/* Keep only the records of one kind (e.g. after an unclean stop, those
+ * that stay right however old); the file is rewritten. 0 or -errno. */
+int nodes_md_retain(struct nodes_md *m, uint8_t kind);
 void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st);
 
 #endif

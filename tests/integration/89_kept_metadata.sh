@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the gateway knew survives a restart (issue 20, item 3): with nocto,actimeo=600, files read before a restart are found and opened after it without a LOOKUP or an ACCESS per file (before: one of each per file), for root and for another user alike, a file refused before is refused without asking; a file whose mode changed at the origin while the gateway was down is asked about again (refused now), a file changed is read new; kept answers age from when the origin gave them, not from the restart (actimeo=2 and a 3 s pause: asked again); a damaged md.log costs only calls, never a wrong answer.
+# What the gateway knew survives a restart (issue 20, item 3): with nocto,actimeo=600, files read before a restart are found and opened after it without a LOOKUP or an ACCESS per file (before: one of each per file), for root and for another user alike, a file refused before is refused without asking; a file whose mode changed at the origin while the gateway was down is asked about again (refused now), a file changed is read new; kept answers age from when the origin gave them, not from the restart (actimeo=2 and a 3 s pause: asked again); after a SIGKILL only the ACCESS answers are trusted (names and attributes of the killed run may miss its last changes); a damaged md.log costs only calls, never a wrong answer.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
@@ -115,6 +115,24 @@ read_all env
 aged=$(st origin_access_calls_total)
 echo "  actimeo=2, 3 s later: $aged ACCESS calls" >&2
 [ "${aged:-0}" -ge 60 ] || bad "answers older than actimeo=2 were used: ${aged:-?} ACCESS calls for 60 files"
+
+# 3b. A gateway killed (SIGKILL: the last records of its run may be
+# missing) leaves only its ACCESS answers to the next start: names and
+# attributes are asked again, access is not.
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+read_all env
+kill -KILL "$GW_PID"
+wait "$GW_PID" 2>/dev/null
+fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+read_all env
+l=$(st origin_lookup_calls_total)
+acc=$(st origin_access_calls_total)
+echo "  after SIGKILL: LOOKUP $l, ACCESS $acc" >&2
+[ "${l:-0}" -ge 60 ] || bad "after SIGKILL, names kept by the killed run were used (LOOKUP ${l:-?})"
+[ "${acc:-999}" -le 4 ] || bad "after SIGKILL, ACCESS answers were not kept (ACCESS ${acc:-?})"
+grep -q 'last stop was not clean' "$GW_LOG" || bad "no log line about the stop that was not clean"
 
 # 4. A damaged md.log: calls, never a wrong answer.
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"

@@ -116,6 +116,8 @@ int main(void)
 	put_node(m, 4, 3);	/* a dropped node comes back */
 	nodes_md_close(m);
 	m = mopen(7);
+	nodes_md_stats(m, &st);
+	CHECK(st.clean);	/* closed: its last record says so */
 	for (uint64_t id = 2; id < NN; id++)
 		check_node(m, id, id == 5 ? 1 : id == 4 ? 3 : 0,
 			   (id & 1) || id == 4);
@@ -131,9 +133,20 @@ int main(void)
 	m = mopen(7);
 	nodes_md_stats(m, &st);
 	CHECK_EQ(st.dropped_bytes, 6);
+	CHECK(!st.clean);	/* a torn tail: not a clean close */
 	CHECK_EQ(file_size(), before);
 	check_node(m, 7, 0, true);
+	put_node(m, 7, 0);
 	nodes_md_close(m);
+	/* Without its clean mark (a record after the last put): not clean
+	 * either. */
+	CHECK(!truncate(t_path("md.log"), (off_t)(file_size() - 40)));
+	m = mopen(7);
+	nodes_md_stats(m, &st);
+	CHECK(!st.clean);
+	CHECK_EQ(st.dropped_bytes, 0);
+	nodes_md_close(m);
+	before = file_size();
 
 	/* 4. Damage in the middle: what follows it is dropped (asked again
 	 * of the origin), nothing wrong is read, no crash. */
@@ -154,6 +167,25 @@ int main(void)
 		if (n == 3 && id != 4 && id != 5)
 			check_node(m, id, 0, true);
 	}
+	nodes_md_close(m);
+
+	/* 4b. Only one kind kept (what a gateway keeps after a crash). */
+	m = mopen(7);
+	CHECK_EQ(nodes_md_retain(m, 2), 0);
+	{
+		struct nodes_md_rec r[8];
+		size_t n = nodes_md_get(m, 7, r, 8);
+
+		for (size_t i = 0; i < n; i++)
+			CHECK_EQ(r[i].kind, 2);
+	}
+	nodes_md_stats(m, &st);
+	CHECK(st.records > 0);
+	nodes_md_close(m);
+	m = mopen(7);
+	nodes_md_stats(m, &st);
+	CHECK(st.clean);
+	CHECK(st.records > 0);
 	nodes_md_close(m);
 
 	/* 5. Another table's file (another generation): started afresh. */
