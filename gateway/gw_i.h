@@ -39,7 +39,7 @@
  *      while waiting for the origin: READ callbacks (chunk_done) take it
  *      on a connection thread.
  *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
- *      lock (write.c), the hidden-name table's lock (silly.c; held
+ *      waiter (nfsc_waiter, write.c), the hidden-name table's lock (silly.c; held
  *      across its file's write, never across an origin call), the
  *      open-handle list's lock (handles.c), the user database's groups
  *      (groups.c; never held across NSS): leaves, nothing is taken
@@ -206,8 +206,6 @@ struct gw_inode {
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
-	uint64_t md_attr_sum;		/* remember.c: the attributes last */
-	uint64_t md_attr_ns;		/* kept, and when (CLOCK_REALTIME) */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily; holds
@@ -314,6 +312,26 @@ bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 				    const struct nfsc_attr *attr, uint64_t gen);
 /* Is a a later version of the file than b (ctime, then size)? */
 bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
+
+/* One version of a file's contents: the same size, mtime and ctime (what
+ * an open's keep_cache, a listing's sharing and a WRITE's pre-op check
+ * all compare). */
+static inline bool gw_version_eq(uint64_t as, const struct timespec *am,
+				 const struct timespec *ac, uint64_t bs,
+				 const struct timespec *bm,
+				 const struct timespec *bc)
+{
+	return as == bs && am->tv_sec == bm->tv_sec &&
+	       am->tv_nsec == bm->tv_nsec && ac->tv_sec == bc->tv_sec &&
+	       ac->tv_nsec == bc->tv_nsec;
+}
+
+static inline bool gw_attr_same_version(const struct nfsc_attr *a,
+					const struct nfsc_attr *b)
+{
+	return gw_version_eq(a->size, &a->mtime, &a->ctime, b->size,
+			     &b->mtime, &b->ctime);
+}
 /* A write through the gateway is taken in and not yet answered.
  * ino->lock held. */
 static inline bool gw_inode_writing(const struct gw_inode *ino)
@@ -485,9 +503,9 @@ void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
 struct gw_access;
 /* A new inode, not yet shared: what was kept of its node-id. */
 void gw_md_attach(struct gw *gw, struct gw_inode *ino);
-/* Attributes just got from the origin (ino->lock not held). */
-void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
-		     const struct nfsc_attr *a);
+/* An inode about to be freed: keep its attributes as last known (its
+ * own writes included), aged from when they were got. */
+void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino);
 /* An ACCESS answer just got from the origin (a copy of its slot). */
 void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 		       const struct gw_access *s);

@@ -127,7 +127,7 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 
 static void inode_free(struct gw *gw, struct gw_inode *ino)
 {
-	(void)gw;
+	gw_md_keep_inode(gw, ino);	/* for the next start */
 	gw_inode_drop_fetch(ino);	/* waits for READs that fill ino->obj */
 	if (ino->obj)
 		cache_obj_put(ino->obj);
@@ -229,10 +229,8 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	}
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
-	if (attr) {
+	if (attr)
 		gw_inode_set_attr_if_newer(ino, attr);
-		gw_md_note_attr(gw, ino, attr);
-	}
 	return ino;
 }
 

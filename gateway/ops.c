@@ -212,8 +212,6 @@ static int get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		pthread_mutex_lock(&ino->lock);
 		*a = ino->attr;
 		pthread_mutex_unlock(&ino->lock);
-	} else {
-		gw_md_note_attr(gw, ino, a);
 	}
 	return gw_cache_check(gw, ino, a) > 0;
 }
@@ -377,16 +375,6 @@ static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
 	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(a->groups[0]));
 }
 
-static bool same_dir_version(const struct nfsc_attr *a,
-			     const struct nfsc_attr *b)
-{
-	return a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
 /* Drop a reference, snap_lock held; true when it was the last (sn is off
  * the list then, for the caller to free). */
 static bool snap_unref_locked(struct gw_dirsnap *sn)
@@ -440,12 +428,12 @@ again:
 		/* Another version of the directory, still held by the opens
 		 * that share it: not ours (taking it and looking again would
 		 * find it again, for ever: seen as a hung re-export create). */
-		if (!sn->loading && !same_dir_version(&sn->ver, ver))
+		if (!sn->loading && !gw_attr_same_version(&sn->ver, ver))
 			continue;
 		sn->refs++;
 		while (sn->loading)
 			pthread_cond_wait(&snap_cond, &snap_lock);
-		same = same_dir_version(&sn->ver, ver);
+		same = gw_attr_same_version(&sn->ver, ver);
 		ret = sn->err;
 		if (same && !ret) {
 			pthread_mutex_unlock(&snap_lock);
@@ -686,15 +674,6 @@ static void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 
 /* ---- files ---- */
 
-static bool same_version(const struct nfsc_attr *a, const struct nfsc_attr *b)
-{
-	return a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
 int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 const struct nfsc_attr *created, struct fuse_file_info *fi)
 {
@@ -796,7 +775,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	fi->keep_cache = ino->opened_before &&
 			 (gw_inode_writing(ino) ||
 			  (!ino->pages_stale &&
-			   same_version(&ino->open_attr, &a)));
+			   gw_attr_same_version(&ino->open_attr, &a)));
 	if (!fi->keep_cache)
 		ino->pages_stale = false;
 	if (ino->opened_before && !fi->keep_cache) {

@@ -33,9 +33,11 @@
  * only the ACCESS answers are kept then (gw_md_unclean).
  *
  * What is written: every ACCESS answer the origin gave (remember() in
- * access.c); attributes and names when they differ from the last ones
- * written or when those are older than half their timeout (so at most
- * about two records per timeout per file). A node-id the origin calls
+ * access.c); names when they differ from the last ones written or when
+ * those are older than half their timeout; an inode's attributes when it
+ * is freed (the kernel forgot it, or the gateway stops), as the gateway
+ * last had them (its own writes included) with the time it got them: so
+ * after a clean stop every kept attribute is the newest the gateway knew. A node-id the origin calls
  * stale loses its records (its names in its directory stay, and lead to
  * a node-id no longer in the table: asked again). Blobs are this machine's layout, fixed-width fields.
  * Locks: the md store's own (a leaf); called with ino->lock not held,
@@ -252,30 +254,36 @@ void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 			   gw_md_now_ns(), &m, sizeof(m));
 }
 
-void gw_md_note_attr(struct gw *gw, struct gw_inode *ino,
-		     const struct nfsc_attr *a)
+void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 {
+	struct timespec at, now;
+	struct nfsc_attr a;
 	struct md_attr m;
-	uint64_t sum, now;
-	double ttl;
+	bool valid;
+	double age;
 
 	if (!gw->md || ino->nodeid == FUSE_ROOT_ID)
 		return;
-	pack_attr(a, &m);
-	sum = XXH3_64bits(&m, sizeof(m));
-	now = gw_md_now_ns();
-	ttl = gw_attr_ttl(gw, a);
 	pthread_mutex_lock(&ino->lock);
-	if (ino->md_attr_sum == sum &&
-	    (double)(now - ino->md_attr_ns) / 1e9 < ttl / 2 &&
-	    now >= ino->md_attr_ns) {
-		pthread_mutex_unlock(&ino->lock);
+	valid = ino->attr_valid;
+	a = ino->attr;
+	at = ino->attr_at;
+	pthread_mutex_unlock(&ino->lock);
+	if (!valid) {
+		/* Whatever was kept is older than a change the gateway saw
+		 * (it dropped its attributes): not to be used. */
+		(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0,
+				   gw_md_now_ns(), NULL, 0);
 		return;
 	}
-	ino->md_attr_sum = sum;
-	ino->md_attr_ns = now;
-	pthread_mutex_unlock(&ino->lock);
-	(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0, now, &m,
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	age = (double)(now.tv_sec - at.tv_sec) +
+	      (double)(now.tv_nsec - at.tv_nsec) / 1e9;
+	if (age < 0)
+		age = 0;
+	pack_attr(&a, &m);
+	(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0,
+			   gw_md_now_ns() - (uint64_t)(age * 1e9), &m,
 			   sizeof(m));
 }
 

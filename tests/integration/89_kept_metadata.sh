@@ -71,6 +71,17 @@ done
 mv "$data/d3/f11b" "$data/d3/f11"
 echo "d3/f10" >"$data/d3/f10"
 
+# 1c. Written through the gateway, then a restart: the kept attributes
+# are the ones after the write (size, bytes).
+echo "appended through the mount" >>"$mnt/d2/f7" || bad "append to d2/f7"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+[ "$(stat -c %s "$mnt/d2/f7")" = "$(stat -c %s "$data/d2/f7")" ] || bad "d2/f7 after a write and a restart: size $(stat -c %s "$mnt/d2/f7"), origin $(stat -c %s "$data/d2/f7")"
+[ "$(cat "$mnt/d2/f7")" = "$(cat "$data/d2/f7")" ] || bad "d2/f7 after a write and a restart reads '$(cat "$mnt/d2/f7")'"
+echo "d2/f7" >"$data/d2/f7"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+
 # 2. Changed at the origin while the gateway was down: a mode (the kept
 # answer no longer holds: asked again, refused), bytes (read new).
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
