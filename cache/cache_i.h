@@ -37,6 +37,7 @@
 
 #include "cache.h"
 #include "config.h"
+#include "seterr.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080	/* Linux 6.14; Debian 12 headers lack it */
@@ -266,6 +267,28 @@ struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash);
 struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash);
 void cache_obj_forget_locked(struct cache *c, struct cache_obj *o);
 void cache_obj_free(struct cache_obj *o);
+/* Why a reference to an object is taken (cachefiles_grab_object's "why"):
+ * counted per reason in the lock-checking builds (c->refs_taken), for a
+ * debugger looking at a leak. */
+enum cache_ref_why {
+	CACHE_REF_GET,			/* cache_obj_get: a user of the object */
+	CACHE_REF_GRAB,			/* cache_obj_grab: a holder's extra */
+	CACHE_REF_BY_NAME,		/* inspection, verify, evict by name */
+	CACHE_REF_FILL,			/* fills in flight (one each) */
+	CACHE_REF_DROP_DATA,		/* cache_obj_drop_data (cull, evict) */
+	CACHE_REF_NWHY
+};
+/* Take n references for why. c->lock held. */
+void cache_obj_ref_locked(struct cache *c, struct cache_obj *o,
+			  enum cache_ref_why why, int n);
+/* An object no one holds: out of the registry and freed. Entered with
+ * c->lock held (o->refs == 0), left with it dropped. */
+void cache_obj_forget_free(struct cache *c, struct cache_obj *o);
+/* An object in use: its data dropped (reset to empty, as if culled), its
+ * identity kept for its holders; what names the caller in the log if the
+ * reset fails. Entered with c->lock held, left with it dropped. */
+void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
+			 const char *what);
 void cache_close_objects(struct cache *c);
 void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
@@ -347,6 +370,9 @@ void cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- dir.c: the cache itself ------------------------------------------- */
 
 struct cache {
+#ifdef CACHEGW_LOCK_CHECKS
+	uint64_t refs_taken[CACHE_REF_NWHY];	/* c->lock */
+#endif
 	char *dir;
 	int dirfd;
 	int lockfd;			/* -1 in INSPECT mode */
@@ -418,8 +444,6 @@ struct cache {
 	pthread_t cull_thread;
 };
 
-void cache_set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* "cache_dir DIR: NAME is a symbolic link; ...: remove it" (an open
  * with O_NOFOLLOW failed with ELOOP). */
 void cache_link_err(char *err, size_t errlen, const char *dir,

@@ -104,13 +104,8 @@ static int cull_one_locked(struct cache *c, struct cache_obj *self)
 		if (!o->refs && o != self)
 			break;
 	if (o) {
-		cache_obj_forget_locked(c, o);
 		STAT_ADD(c, culled_objects, 1);
-		pthread_mutex_unlock(&c->lock);
-		/* Wait out a cache_obj_put() still closing its files. */
-		pthread_mutex_lock(&o->lock);
-		pthread_mutex_unlock(&o->lock);
-		cache_obj_free(o);
+		cache_obj_forget_free(c, o);
 		pthread_mutex_lock(&c->lock);
 		return 0;
 	}
@@ -120,16 +115,8 @@ static int cull_one_locked(struct cache *c, struct cache_obj *self)
 			break;
 	if (!o)
 		return -ENOSPC;
-	o->refs++;
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_lock(&o->lock);
-	if (o->opened && !o->broken &&
-	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
-				   o->hdr->size))
-		cache_obj_fail_locked(o, -EIO, "cull");
-	pthread_mutex_unlock(&o->lock);
 	STAT_ADD(c, culled_objects, 1);
-	cache_obj_put(o);
+	cache_obj_drop_data(c, o, "cull");
 	pthread_mutex_lock(&c->lock);
 	return 0;
 }

@@ -14,17 +14,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
-
-void cache_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "seterr.h"
 
 bool cache_writable(const struct cache *c)
 {
@@ -44,7 +34,7 @@ const char *cache_dir(const struct cache *c)
 void cache_link_err(char *err, size_t errlen, const char *dir,
 		    const char *name)
 {
-	cache_set_err(err, errlen,
+	seterr(err, errlen,
 		      "cache_dir %s: %s is a symbolic link; cachegw follows no links inside its cache_dir: remove it",
 		      dir, name);
 }
@@ -150,7 +140,7 @@ static int lock_take(struct cache *c, char *err, size_t errlen)
 		if (e == ELOOP)
 			cache_link_err(err, errlen, c->dir, CACHE_LOCK_NAME);
 		else
-			cache_set_err(err, errlen,
+			seterr(err, errlen,
 				      "cache_dir %s: cannot open lock file: %s",
 				      c->dir, strerror(e));
 		return -e;
@@ -166,12 +156,12 @@ static int lock_take(struct cache *c, char *err, size_t errlen)
 		}
 		close(fd);
 		if (e == EWOULDBLOCK) {
-			cache_set_err(err, errlen,
+			seterr(err, errlen,
 				      "cache_dir %s is in use by another cachegw (pid %ld)",
 				      c->dir, pid);
 			return -EBUSY;
 		}
-		cache_set_err(err, errlen, "cache_dir %s: cannot lock: %s",
+		seterr(err, errlen, "cache_dir %s: cannot lock: %s",
 			      c->dir, strerror(e));
 		return -e;
 	}
@@ -192,11 +182,11 @@ static int check_opts(const struct cache_opts *o, struct cache *c,
 	uint32_t bs = o->block_size ? o->block_size : CACHE_BLOCK_DEFAULT;
 
 	if (!o->dir || !*o->dir) {
-		cache_set_err(err, errlen, "cache_dir is required");
+		seterr(err, errlen, "cache_dir is required");
 		return -EINVAL;
 	}
 	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache block size %u: must be a power of two from 4K to 4M",
 			      bs);
 		return -EINVAL;
@@ -211,13 +201,13 @@ static int check_opts(const struct cache_opts *o, struct cache *c,
 		c->bstop = 3;
 	}
 	if (!(c->bstop < c->bcull && c->bcull < c->brun && c->brun < 100)) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "need bstop < bcull < brun < 100 (got %u/%u/%u)",
 			      c->bstop, c->bcull, c->brun);
 		return -EINVAL;
 	}
 	if (o->write_mode > CACHE_WRITE_FADVISE || o->mode > CACHE_OPEN_MODIFY) {
-		cache_set_err(err, errlen, "bad cache write or open mode");
+		seterr(err, errlen, "bad cache write or open mode");
 		return -EINVAL;
 	}
 	c->mode = o->mode;
@@ -239,19 +229,19 @@ static bool dir_trusted(struct cache *c, char *err, size_t errlen)
 	struct stat st;
 
 	if (fstat(c->dirfd, &st) < 0) {
-		cache_set_err(err, errlen, "cache_dir %s: %s", c->dir,
+		seterr(err, errlen, "cache_dir %s: %s", c->dir,
 			      strerror(errno));
 		return false;
 	}
 	if (st.st_uid != me && st.st_uid != 0) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache_dir %s: owned by uid %u, not by uid %u who runs cachegw, nor root: chown %u %s",
 			      c->dir, (unsigned)st.st_uid, (unsigned)me,
 			      (unsigned)me, c->dir);
 		return false;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache_dir %s: writable by %s (mode %04o): chmod go-w %s",
 			      c->dir,
 			      (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ?
@@ -273,25 +263,25 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 		int e = errno;
 
 		if (e != ENOENT || c->mode != CACHE_OPEN_OWNER) {
-			cache_set_err(err, errlen, "cache_dir %s: %s", c->dir,
+			seterr(err, errlen, "cache_dir %s: %s", c->dir,
 				      strerror(e));
 			return -e;
 		}
 		if (mkdir(c->dir, 0700) < 0) {
 			e = errno;
-			cache_set_err(err, errlen, "cannot create cache_dir %s: %s",
+			seterr(err, errlen, "cannot create cache_dir %s: %s",
 				      c->dir, strerror(e));
 			return -e;
 		}
 	} else if (!S_ISDIR(st.st_mode)) {
-		cache_set_err(err, errlen, "cache_dir %s is not a directory",
+		seterr(err, errlen, "cache_dir %s is not a directory",
 			      c->dir);
 		return -ENOTDIR;
 	}
 	if (cache_writable(c) && access(c->dir, W_OK | X_OK) < 0) {
 		int e = errno;
 
-		cache_set_err(err, errlen, "cache_dir %s is not writable: %s",
+		seterr(err, errlen, "cache_dir %s is not writable: %s",
 			      c->dir, strerror(e));
 		return -e;
 	}
@@ -299,7 +289,7 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 	if (c->dirfd < 0) {
 		int e = errno;
 
-		cache_set_err(err, errlen, "cache_dir %s: %s", c->dir, strerror(e));
+		seterr(err, errlen, "cache_dir %s: %s", c->dir, strerror(e));
 		return -e;
 	}
 	if (cache_writable(c) && !dir_trusted(c, err, errlen)) {
@@ -318,7 +308,7 @@ static int conf_check(struct cache *c, int ret, unsigned version,
 		      uint32_t bs, char *err, size_t errlen)
 {
 	if (ret == -EINVAL || ret == -EIO) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache_dir %s: damaged %s (move the directory aside, or give an empty cache_dir)",
 			      c->dir, CACHE_CONF_NAME);
 		return -EPROTO;
@@ -328,12 +318,12 @@ static int conf_check(struct cache *c, int ret, unsigned version,
 		return ret;
 	}
 	if (ret) {
-		cache_set_err(err, errlen, "cache_dir %s: cannot read %s: %s",
+		seterr(err, errlen, "cache_dir %s: cannot read %s: %s",
 			      c->dir, CACHE_CONF_NAME, strerror(-ret));
 		return ret;
 	}
 	if (version != CACHE_FORMAT_VERSION) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache_dir %s holds a cache of format version %u; this cachegw uses version %d%s",
 			      c->dir, version, CACHE_FORMAT_VERSION,
 			      version < CACHE_FORMAT_VERSION ?
@@ -342,7 +332,7 @@ static int conf_check(struct cache *c, int ret, unsigned version,
 		return -EPROTO;
 	}
 	if (bs < CACHE_BLOCK_MIN || bs > CACHE_BLOCK_MAX || (bs & (bs - 1))) {
-		cache_set_err(err, errlen,
+		seterr(err, errlen,
 			      "cache_dir %s: bad block_size %u in %s (move the directory aside, or give an empty cache_dir)",
 			      c->dir, bs, CACHE_CONF_NAME);
 		return -EPROTO;
@@ -360,7 +350,7 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 
 	if (ret == -ENOENT && c->mode == CACHE_OPEN_OWNER) {
 		if (!dir_is_blank(c->dirfd)) {
-			cache_set_err(err, errlen,
+			seterr(err, errlen,
 				      "cache_dir %s is not empty and holds no cachegw cache (no %s)",
 				      c->dir, CACHE_CONF_NAME);
 			return -ENOTEMPTY;
@@ -368,14 +358,14 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 		fchmod(c->dirfd, 0700);
 		ret = conf_write(c->dirfd, c->block_size);
 		if (ret) {
-			cache_set_err(err, errlen, "cache_dir %s: cannot write %s: %s",
+			seterr(err, errlen, "cache_dir %s: cannot write %s: %s",
 				      c->dir, CACHE_CONF_NAME, strerror(-ret));
 			return ret;
 		}
 		ret = conf_read(c->dirfd, &version, &bs);
 	}
 	if (ret == -ENOENT) {
-		cache_set_err(err, errlen, "cache_dir %s holds no cachegw cache (no %s)",
+		seterr(err, errlen, "cache_dir %s holds no cachegw cache (no %s)",
 			      c->dir, CACHE_CONF_NAME);
 		return -ENOENT;
 	}
@@ -387,7 +377,7 @@ static int open_layout(struct cache *c, char *err, size_t errlen)
 	    errno != EEXIST) {
 		int e = errno;
 
-		cache_set_err(err, errlen, "cache_dir %s: cannot create %s: %s",
+		seterr(err, errlen, "cache_dir %s: cannot create %s: %s",
 			      c->dir, CACHE_OBJ_DIR, strerror(e));
 		return -e;
 	}
@@ -409,10 +399,10 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	struct cache *c;
 	int ret;
 
-	cache_set_err(err, errlen, "no error");
+	seterr(err, errlen, "no error");
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		cache_set_err(err, errlen, "out of memory");
+		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->dirfd = c->lockfd = -1;
@@ -454,12 +444,12 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 		if (r == -ENOENT &&
 		    (c->mode != CACHE_OPEN_OWNER || !dir_is_blank(c->dirfd))) {
 			if (c->mode == CACHE_OPEN_OWNER) {
-				cache_set_err(err, errlen,
+				seterr(err, errlen,
 					      "cache_dir %s is not empty and holds no cachegw cache (no %s)",
 					      c->dir, CACHE_CONF_NAME);
 				ret = -ENOTEMPTY;
 			} else {
-				cache_set_err(err, errlen,
+				seterr(err, errlen,
 					      "cache_dir %s holds no cachegw cache (no %s)",
 					      c->dir, CACHE_CONF_NAME);
 				ret = -ENOENT;
@@ -485,7 +475,7 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	if (cache_writable(c)) {
 		ret = cache_io_start(c, opts->uring_depth);
 		if (ret) {
-			cache_set_err(err, errlen, "io_uring setup: %s",
+			seterr(err, errlen, "io_uring setup: %s",
 				      strerror(-ret));
 			goto out_scan;
 		}
@@ -493,7 +483,7 @@ int cache_open(const struct cache_opts *opts, struct cache **out,
 	if (c->mode == CACHE_OPEN_OWNER) {
 		ret = cache_cull_start(c);
 		if (ret) {
-			cache_set_err(err, errlen, "culling thread: %s",
+			seterr(err, errlen, "culling thread: %s",
 				      strerror(-ret));
 			goto out_io;
 		}

@@ -363,7 +363,8 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 		v[nq++] = r;
 	}
 	pthread_mutex_lock(&c->lock);
-	o->refs += (int)nq;	/* dropped by cache_fill_done() */
+	if (nq)		/* dropped by cache_fill_done() */
+		cache_obj_ref_locked(c, o, CACHE_REF_FILL, (int)nq);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&o->lock);
 	fillbuf_put(fb);	/* the requests hold it now */

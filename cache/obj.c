@@ -568,7 +568,7 @@ int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 		cache_unreserve(c, reserved);
 		return -ENOMEM;
 	}
-	o->refs++;
+	cache_obj_ref_locked(c, o, CACHE_REF_GET, 1);
 	cache_lru_touch_locked(c, o);
 	pthread_mutex_unlock(&c->lock);
 
@@ -597,6 +597,44 @@ int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 	}
 	*out = o;
 	return 0;
+}
+
+void cache_obj_ref_locked(struct cache *c, struct cache_obj *o,
+			  enum cache_ref_why why, int n)
+{
+	GW_ASSERT_HELD(&c->lock);
+	assert(o->refs >= 0 && n > 0 && why < CACHE_REF_NWHY);
+	o->refs += n;
+#ifdef CACHEGW_LOCK_CHECKS
+	c->refs_taken[why] += (uint64_t)n;
+#endif
+}
+
+void cache_obj_forget_free(struct cache *c, struct cache_obj *o)
+{
+	GW_ASSERT_HELD(&c->lock);
+	assert(!o->refs);
+	cache_obj_forget_locked(c, o);
+	pthread_mutex_unlock(&c->lock);
+	/* Wait out a cache_obj_put() still closing its files. */
+	pthread_mutex_lock(&o->lock);
+	pthread_mutex_unlock(&o->lock);
+	cache_obj_free(o);
+}
+
+void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
+			 const char *what)
+{
+	GW_ASSERT_HELD(&c->lock);
+	cache_obj_ref_locked(c, o, CACHE_REF_DROP_DATA, 1);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&o->lock);
+	if (o->opened && !o->broken &&
+	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
+				   o->hdr->size))
+		cache_obj_fail_locked(o, -EIO, what);
+	pthread_mutex_unlock(&o->lock);
+	cache_obj_put(o);
 }
 
 void cache_obj_put(struct cache_obj *o)
@@ -638,7 +676,7 @@ struct cache_obj *cache_obj_grab(struct cache_obj *o)
 		return NULL;
 	pthread_mutex_lock(&o->c->lock);
 	assert(o->refs > 0);
-	o->refs++;
+	cache_obj_ref_locked(o->c, o, CACHE_REF_GRAB, 1);
 	pthread_mutex_unlock(&o->c->lock);
 	return o;
 }
@@ -672,7 +710,7 @@ int cache_obj_ref_by_name(struct cache *c, const char *name,
 		pthread_mutex_unlock(&c->lock);
 		return -ENOENT;
 	}
-	o->refs++;
+	cache_obj_ref_locked(c, o, CACHE_REF_BY_NAME, 1);
 	pthread_mutex_unlock(&c->lock);
 
 	pthread_mutex_lock(&o->lock);

@@ -181,7 +181,7 @@ int cache_scan(struct cache *c, char *err, size_t errlen)
 out:
 	pthread_mutex_unlock(&c->lock);
 	if (ret)
-		cache_set_err(err, errlen, "cache_dir %s: scanning objects: %s",
+		seterr(err, errlen, "cache_dir %s: scanning objects: %s",
 			      c->dir, strerror(-ret));
 	return ret;
 }
@@ -277,23 +277,11 @@ static int evict_one(struct cache *c, const char *name, void *arg)
 		return found ? 0 : -ENOENT;
 	}
 	if (!o->refs) {
-		cache_obj_forget_locked(c, o);
-		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_lock(&o->lock);
-		pthread_mutex_unlock(&o->lock);
-		cache_obj_free(o);
+		cache_obj_forget_free(c, o);
 		return 0;
 	}
 	/* In use in this process: drop the data, keep the identity. */
-	o->refs++;
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_lock(&o->lock);
-	if (o->opened && !o->broken &&
-	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
-				   o->hdr->size))
-		cache_obj_fail_locked(o, -EIO, "evict");
-	pthread_mutex_unlock(&o->lock);
-	cache_obj_put(o);
+	cache_obj_drop_data(c, o, "evict");
 	return 0;
 }
 

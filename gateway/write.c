@@ -105,64 +105,20 @@ struct wchunk {
 	struct nfsc_post post;
 };
 
-struct wbatch {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned pending;		/* under lock */
-	int status;			/* first error, under lock */
-};
-
-static void wbatch_init(struct wbatch *b)
-{
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->cond, NULL);
-	b->pending = 0;
-	b->status = 0;
-}
-
-static void wbatch_done(int status, void *priv)
-{
-	struct wbatch *b = priv;
-
-	pthread_mutex_lock(&b->lock);
-	if (status && !b->status)
-		b->status = status;
-	if (--b->pending == 0)
-		pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-}
-
 /* Queue one WRITE on b; its answer lands in *ch. */
-static void wbatch_write(struct wbatch *b, struct gw *gw,
+static void wbatch_write(struct nfsc_waiter *b, struct gw *gw,
 			 const struct nfsc_cred *cr, const struct nfsc_fh *fh,
 			 const char *buf, uint32_t len, uint64_t off,
 			 bool stable, struct wchunk *ch)
 {
 	int ret;
 
-	pthread_mutex_lock(&b->lock);
-	b->pending++;
-	pthread_mutex_unlock(&b->lock);
+	nfsc_waiter_add(b);
 	ret = nfsc_write_async(gw->nfs, -1, cr, fh, off, len, buf, stable,
 			       &ch->written, ch->verf, &ch->post,
-			       wbatch_done, b);
+			       nfsc_waiter_done, b);
 	if (ret)
-		wbatch_done(ret, b);
-}
-
-/* Wait for every WRITE queued on b; the first error. Destroys b. */
-static int wbatch_wait(struct wbatch *b)
-{
-	int ret;
-
-	pthread_mutex_lock(&b->lock);
-	while (b->pending)
-		pthread_cond_wait(&b->cond, &b->lock);
-	ret = b->status;
-	pthread_mutex_unlock(&b->lock);
-	pthread_cond_destroy(&b->cond);
-	pthread_mutex_destroy(&b->lock);
-	return ret;
+		nfsc_waiter_done(ret, b);
 }
 
 /* What the WRITEs of one range said: the newest post-op attributes, and
@@ -179,11 +135,8 @@ struct wresult {
 /* Is w (pre-op attributes) the version a? */
 static bool wcc_is(const struct nfsc_wcc *w, const struct nfsc_attr *a)
 {
-	return w->size == a->size &&
-	       w->mtime.tv_sec == a->mtime.tv_sec &&
-	       w->mtime.tv_nsec == a->mtime.tv_nsec &&
-	       w->ctime.tv_sec == a->ctime.tv_sec &&
-	       w->ctime.tv_nsec == a->ctime.tv_nsec;
+	return gw_version_eq(w->size, &w->mtime, &w->ctime, a->size,
+			     &a->mtime, &a->ctime);
 }
 
 /* wcc: an origin that sends pre-op attributes with its WRITE replies
@@ -235,7 +188,7 @@ static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 
 	while (done < len) {
 		struct wchunk ch = { 0 };
-		struct wbatch b;
+		struct nfsc_waiter b;
 		int ret;
 
 		if (zero >= GW_WRITE_ZERO_TRIES) {
@@ -244,10 +197,10 @@ static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 			       done, zero);
 			return -EIO;
 		}
-		wbatch_init(&b);
+		nfsc_waiter_init(&b);
 		wbatch_write(&b, gw, cr, fh, buf + done, len - done,
 			     off + done, stable, &ch);
-		ret = wbatch_wait(&b);
+		ret = nfsc_waiter_wait(&b);
 		if (ret)
 			return ret;
 		/* Every earlier piece has been answered: this one finds the
@@ -272,20 +225,20 @@ static int send_range(struct gw *gw, const struct nfsc_cred *cr,
 	uint32_t ws = nfsc_wsize(gw->nfs);
 	size_t n = (len + ws - 1) / ws, i;
 	struct wchunk *ch = calloc(n ? n : 1, sizeof(*ch));
-	struct wbatch b;
+	struct nfsc_waiter b;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
 	if (!ch)
 		return -ENOMEM;
-	wbatch_init(&b);
+	nfsc_waiter_init(&b);
 	for (i = 0; i < n; i++) {
 		size_t o = i * ws, l = len - o < ws ? len - o : ws;
 
 		wbatch_write(&b, gw, cr, fh, buf + o, (uint32_t)l, off + o,
 			     stable, &ch[i]);
 	}
-	ret = wbatch_wait(&b);
+	ret = nfsc_waiter_wait(&b);
 	for (i = 0; !ret && i < n; i++) {
 		size_t o = i * ws, l = len - o < ws ? len - o : ws;
 

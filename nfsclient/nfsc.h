@@ -18,6 +18,7 @@
 #ifndef CACHEGW_NFSC_H
 #define CACHEGW_NFSC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,6 +140,21 @@ struct nfsc_post {
 };
 
 typedef void (*nfsc_cb)(int status, void *priv);
+
+/* A countdown of async calls, usually on the caller's stack: add before
+ * each call, pass nfsc_waiter_done (an nfsc_cb) and the waiter to it (or
+ * call it with the error of a call that was not queued), then wait: the
+ * first error of them all, or 0. wait destroys the waiter. */
+struct nfsc_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending;		/* calls not yet completed, lock */
+	int status;			/* first error seen, lock */
+};
+void nfsc_waiter_init(struct nfsc_waiter *w);
+void nfsc_waiter_add(struct nfsc_waiter *w);
+void nfsc_waiter_done(int status, void *waiter);
+int nfsc_waiter_wait(struct nfsc_waiter *w);
 
 /* Connect `nconnect` contexts to the export named by url (libnfs URL syntax,
  * with its arguments: nfsport=, mountport=, uid=, gid=, ...), mount it once,

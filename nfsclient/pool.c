@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "nfsc_i.h"
+#include "seterr.h"
 
 /* libnfs 4.0 keeps struct nfs_fh private; nfs_get_fh() hands out a pointer
  * to this layout (include/libnfs-private.h). Checked against 4.0.0. */
@@ -27,19 +28,6 @@ struct nfsc_libnfs_fh {
 };
 
 #define NFSC_MOUNT_TIMEOUT_MS 15000
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* libnfs reports mount failures as text; turn them into an errno and a
  * message that names the problem for the operator. */

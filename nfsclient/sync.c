@@ -78,14 +78,7 @@ void nfsc_intr_disarm(void)
 	pthread_mutex_unlock(&i->lock);
 }
 
-struct waiter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned pending;	/* calls not yet completed, under lock */
-	int status;		/* first error seen, under lock */
-};
-
-static void waiter_init(struct waiter *w)
+void nfsc_waiter_init(struct nfsc_waiter *w)
 {
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
@@ -93,16 +86,16 @@ static void waiter_init(struct waiter *w)
 	w->status = 0;
 }
 
-static void waiter_add(struct waiter *w)
+void nfsc_waiter_add(struct nfsc_waiter *w)
 {
 	pthread_mutex_lock(&w->lock);
 	w->pending++;
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void waiter_done(int status, void *priv)
+void nfsc_waiter_done(int status, void *priv)
 {
-	struct waiter *w = priv;
+	struct nfsc_waiter *w = priv;
 
 	pthread_mutex_lock(&w->lock);
 	if (status && !w->status)
@@ -112,8 +105,7 @@ static void waiter_done(int status, void *priv)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Wait for every queued call; returns the first error. Destroys w. */
-static int waiter_wait(struct waiter *w)
+int nfsc_waiter_wait(struct nfsc_waiter *w)
 {
 	int ret;
 
@@ -128,20 +120,20 @@ static int waiter_wait(struct waiter *w)
 }
 
 /* Account for one call that submit() returned: queued or not. */
-static void waiter_queued(struct waiter *w, int submit_ret)
+static void waiter_queued(struct nfsc_waiter *w, int submit_ret)
 {
 	if (submit_ret)
-		waiter_done(submit_ret, w);
+		nfsc_waiter_done(submit_ret, w);
 }
 
-/* One async call, waited for: `call` names waiter_done and &w. */
+/* One async call, waited for: `call` names nfsc_waiter_done and &w. */
 #define SYNC_CALL(call) do {						\
-	struct waiter w;						\
+	struct nfsc_waiter w;						\
 									\
-	waiter_init(&w);						\
-	waiter_add(&w);							\
+	nfsc_waiter_init(&w);						\
+	nfsc_waiter_add(&w);							\
 	waiter_queued(&w, call);					\
-	return waiter_wait(&w);						\
+	return nfsc_waiter_wait(&w);						\
 } while (0)
 
 /* An interruptible wait for one call, and the call's answer. */
@@ -368,16 +360,16 @@ int nfsc_readdir_all(struct nfsc *n, const struct nfsc_cred *cr,
 	memset(list, 0, sizeof(*list));
 	list->max = max;
 	while (!eof && !ret) {
-		struct waiter w;
+		struct nfsc_waiter w;
 		size_t before = list->n + list->skipped;
 
-		waiter_init(&w);
-		waiter_add(&w);
+		nfsc_waiter_init(&w);
+		nfsc_waiter_add(&w);
 		waiter_queued(&w, nfsc_readdirplus_async(n, conn, cr, dir,
 							 &cookie, verf, list,
-							 &eof, waiter_done,
+							 &eof, nfsc_waiter_done,
 							 &w));
-		ret = waiter_wait(&w);
+		ret = nfsc_waiter_wait(&w);
 		/* A round with no entries and no eof would loop forever. */
 		if (!ret && !eof && list->n + list->skipped == before)
 			ret = -EIO;
@@ -412,7 +404,7 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 {
 	struct read_chunk stack[8], *ch = stack;
 	size_t nch, i, total = 0;
-	struct waiter w;
+	struct nfsc_waiter w;
 	int ret;
 
 	if (has_attr)
@@ -427,18 +419,18 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 		if (!ch)
 			return -ENOMEM;
 	}
-	waiter_init(&w);
+	nfsc_waiter_init(&w);
 	for (i = 0; i < nch; i++) {
 		ch[i].off = off + i * n->rsize;
 		ch[i].len = (uint32_t)(len - i * n->rsize < n->rsize ?
 				       len - i * n->rsize : n->rsize);
-		waiter_add(&w);
+		nfsc_waiter_add(&w);
 		waiter_queued(&w, nfsc_read_async(n, -1, cr, fh, ch[i].off,
 				ch[i].len, (char *)buf + i * n->rsize,
 				&ch[i].got, &ch[i].eof, &ch[i].attr,
-				&ch[i].has_attr, waiter_done, &w));
+				&ch[i].has_attr, nfsc_waiter_done, &w));
 	}
-	ret = waiter_wait(&w);
+	ret = nfsc_waiter_wait(&w);
 	if (ret)
 		goto out;
 	/* The bytes are good up to the first short chunk. */
@@ -459,13 +451,13 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 						   total);
 			struct read_chunk c = { 0 };
 
-			waiter_init(&w);
-			waiter_add(&w);
+			nfsc_waiter_init(&w);
+			nfsc_waiter_add(&w);
 			waiter_queued(&w, nfsc_read_async(n, -1, cr, fh,
 					off + total, want, (char *)buf + total,
 					&c.got, &c.eof, &c.attr, &c.has_attr,
-					waiter_done, &w));
-			ret = waiter_wait(&w);
+					nfsc_waiter_done, &w));
+			ret = nfsc_waiter_wait(&w);
 			if (ret)
 				goto out;
 			total += c.got;
@@ -483,7 +475,7 @@ int nfsc_setattr(struct nfsc *n, const struct nfsc_cred *cr,
 		 const struct nfsc_fh *fh, const struct nfsc_sattr *sa,
 		 struct nfsc_post *post)
 {
-	SYNC_CALL(nfsc_setattr_async(n, -1, cr, fh, sa, post, waiter_done,
+	SYNC_CALL(nfsc_setattr_async(n, -1, cr, fh, sa, post, nfsc_waiter_done,
 				     &w));
 }
 
@@ -492,7 +484,7 @@ int nfsc_commit(struct nfsc *n, const struct nfsc_cred *cr,
 		struct nfsc_post *post)
 {
 	nfsc_inject_commit_delay(n);
-	SYNC_CALL(nfsc_commit_async(n, -1, cr, fh, verf, post, waiter_done,
+	SYNC_CALL(nfsc_commit_async(n, -1, cr, fh, verf, post, nfsc_waiter_done,
 				    &w));
 }
 
@@ -503,14 +495,14 @@ int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
 {
 	nfsc_inject_create_delay(n);
 	SYNC_CALL(nfsc_create_async(n, -1, cr, dir, name, sa, exclusive, out,
-				    waiter_done, &w));
+				    nfsc_waiter_done, &w));
 }
 
 int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name,
 	       const struct nfsc_sattr *sa, struct nfsc_created *out)
 {
-	SYNC_CALL(nfsc_mkdir_async(n, -1, cr, dir, name, sa, out, waiter_done,
+	SYNC_CALL(nfsc_mkdir_async(n, -1, cr, dir, name, sa, out, nfsc_waiter_done,
 				   &w));
 }
 
@@ -519,7 +511,7 @@ int nfsc_symlink(struct nfsc *n, const struct nfsc_cred *cr,
 		 const char *target, struct nfsc_created *out)
 {
 	SYNC_CALL(nfsc_symlink_async(n, -1, cr, dir, name, target, out,
-				     waiter_done, &w));
+				     nfsc_waiter_done, &w));
 }
 
 int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
@@ -528,27 +520,27 @@ int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
 	       uint32_t major, uint32_t minor, struct nfsc_created *out)
 {
 	SYNC_CALL(nfsc_mknod_async(n, -1, cr, dir, name, type, sa, major,
-				   minor, out, waiter_done, &w));
+				   minor, out, nfsc_waiter_done, &w));
 }
 
 int nfsc_link(struct nfsc *n, const struct nfsc_cred *cr,
 	      const struct nfsc_fh *fh, const struct nfsc_fh *dir,
 	      const char *name, struct nfsc_post *post)
 {
-	SYNC_CALL(nfsc_link_async(n, -1, cr, fh, dir, name, post, waiter_done,
+	SYNC_CALL(nfsc_link_async(n, -1, cr, fh, dir, name, post, nfsc_waiter_done,
 				  &w));
 }
 
 int nfsc_remove(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *dir, const char *name)
 {
-	SYNC_CALL(nfsc_remove_async(n, -1, cr, dir, name, waiter_done, &w));
+	SYNC_CALL(nfsc_remove_async(n, -1, cr, dir, name, nfsc_waiter_done, &w));
 }
 
 int nfsc_rmdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name)
 {
-	SYNC_CALL(nfsc_rmdir_async(n, -1, cr, dir, name, waiter_done, &w));
+	SYNC_CALL(nfsc_rmdir_async(n, -1, cr, dir, name, nfsc_waiter_done, &w));
 }
 
 int nfsc_rename(struct nfsc *n, const struct nfsc_cred *cr,
@@ -556,5 +548,5 @@ int nfsc_rename(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *todir, const char *to)
 {
 	SYNC_CALL(nfsc_rename_async(n, -1, cr, fromdir, from, todir, to,
-				    waiter_done, &w));
+				    nfsc_waiter_done, &w));
 }

@@ -45,20 +45,7 @@
 #include "fileio.h"
 #include "injectenv.h"
 #include "nodes_i.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "seterr.h"
 
 void nodes_warn(const char *fmt, ...)
 {
