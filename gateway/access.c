@@ -148,6 +148,7 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	uint32_t want, all, granted = 0;
 	int ret;
 
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	if (has_fresh)
 		*has_fresh = false;
 	pthread_mutex_lock(&ino->lock);

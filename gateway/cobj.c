@@ -161,6 +161,7 @@ void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 	if (!obj)
 		return;
 	make_coh(a, &c);
+	GW_ASSERT_NOT_HELD(&ino->lock);	/* coh_lock: no other gateway lock */
 	pthread_mutex_lock(&ino->coh_lock);
 	ino->coh_attr = *a;	/* a change (truncate) is the newest */
 	ino->coh_set = true;
@@ -186,6 +187,7 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 	 * write just cached (test 32 in writeback mode under ASan missed a
 	 * MiB of them in 2 runs of 4). The newest attributes stand; the bytes
 	 * are ours either way. */
+	GW_ASSERT_NOT_HELD(&ino->lock);	/* coh_lock: no other gateway lock */
 	pthread_mutex_lock(&ino->coh_lock);
 	if (!ino->coh_set || !gw_attr_newer(&ino->coh_attr, a)) {
 		ino->coh_attr = *a;

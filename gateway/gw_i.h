@@ -26,7 +26,9 @@
  *
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
- * lock it expects with GW_ASSERT_HELD (common/lockcheck.h).
+ * lock it expects with GW_ASSERT_HELD (common/lockcheck.h); a function
+ * that takes ino->lock or ino->coh_lock itself asserts the caller does not
+ * hold it (GW_ASSERT_NOT_HELD), which would deadlock.
  *   1. gw->it.lock (the inode table). Held across nodes_* calls
  *      (the node-id table's own lock) and nodes_md_get (a new inode's
  *      kept metadata, remember.c), never while taking an ino->lock.

@@ -313,6 +313,7 @@ size_t gw_itable_count(struct gw *gw)
 
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	pthread_mutex_lock(&ino->lock);
 	ino->attr = *attr;
 	clock_gettime(CLOCK_MONOTONIC, &ino->attr_at);
@@ -323,6 +324,7 @@ void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
 
 uint64_t gw_inode_attr_gen(struct gw_inode *ino)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	uint64_t gen;
 
 	pthread_mutex_lock(&ino->lock);
@@ -347,6 +349,7 @@ bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 bool gw_inode_set_attr_since(struct gw_inode *ino,
 			     const struct nfsc_attr *attr, uint64_t gen)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	bool set;
 
 	pthread_mutex_lock(&ino->lock);
@@ -360,6 +363,7 @@ bool gw_inode_set_attr_since(struct gw_inode *ino,
 void gw_inode_set_attr_if_newer(struct gw_inode *ino,
 				const struct nfsc_attr *attr)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	pthread_mutex_lock(&ino->lock);
 	if (!ino->attr_valid || !gw_attr_newer(&ino->attr, attr)) {
 		ino->attr = *attr;
@@ -372,6 +376,7 @@ void gw_inode_set_attr_if_newer(struct gw_inode *ino,
 
 void gw_inode_invalidate_attr(struct gw_inode *ino)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	pthread_mutex_lock(&ino->lock);
 	ino->attr_valid = false;
 	pthread_mutex_unlock(&ino->lock);
@@ -419,6 +424,7 @@ double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *a)
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out)
 {
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	int ret = -ENODATA;
 
 	pthread_mutex_lock(&ino->lock);

@@ -176,7 +176,6 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 	struct nodes_md_rec r[1 + GW_ACCESS_SLOTS + 4];
 	uint64_t now = gw_md_now_ns();
 	struct nfsc_attr a;
-	bool have_attr = false;
 	size_t n;
 
 	if (!gw->md)
@@ -193,7 +192,6 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 		ino->attr = a;
 		mono_minus(age, &ino->attr_at, NULL);
 		ino->attr_valid = true;
-		have_attr = true;
 		__atomic_add_fetch(&gw->md_restored_attrs, 1, __ATOMIC_RELAXED);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -228,7 +226,6 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 		__atomic_add_fetch(&gw->md_restored_access, 1,
 				   __ATOMIC_RELAXED);
 	}
-	(void)have_attr;
 }
 
 void gw_md_note_access(struct gw *gw, uint64_t nodeid,
@@ -262,6 +259,7 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 	bool valid;
 	double age;
 
+	GW_ASSERT_NOT_HELD(&ino->lock);
 	if (!gw->md || ino->nodeid == FUSE_ROOT_ID)
 		return;
 	pthread_mutex_lock(&ino->lock);
