@@ -324,7 +324,7 @@ for sec in $((2 ** 33)) -1; do
 	case ,${CACHEGW_TEST_GW_OPTS:-}, in
 	*,writeback,*)
 		# Write-back: the kernel owns a regular file's mtime while it
-		# holds the inode and keeps the one it set (README, Writes);
+		# holds the inode and keeps the one it set (doc/how-it-works.md, Writes);
 		# the origin must still hold the clamped value, never a
 		# wrapped one.
 		[ "${r%% *}" != ok ] || [ "$o" = "$clamp" ] ||

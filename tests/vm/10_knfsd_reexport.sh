@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: ganesha origin → cachegw → knfsd re-export (fsid=, as the README says) → kernel NFS clients over v3 and v4.2: tree and bytes equal the origin's, a program and its shared libraries run from the re-export, mmap reads equal the origin's, writes through the client land at the origin byte for byte.
+# Guest test: ganesha origin → cachegw → knfsd re-export (fsid=, as doc/reexport.md says) → kernel NFS clients over v3 and v4.2: tree and bytes equal the origin's, a program and its shared libraries run from the re-export, mmap reads equal the origin's, writes through the client land at the origin byte for byte.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_require_guest

@@ -49,7 +49,7 @@ cdir=$(harness_tmpdir cache)
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 
 step "knfsd exports the gateway mount; $MOUNTS client mounts"
-# As the README says: no delegations through a re-export.
+# As doc/reexport.md says: no delegations through a re-export.
 echo 0 >/proc/sys/fs/leases-enable
 knfsd_reexport "$mnt" 7321 || exit 1
 # All at once, and without mount.nfs (-i: the kernel makes the MOUNT call

@@ -34,7 +34,7 @@ mount_gateway "$ORIGIN_URL" "$mnt" "$GWOPTS" || exit 1
 
 FSID3=7331 FSID4=7332
 V4BIND=/run/nfs4root/export
-# As the README says: no delegations through a re-export.
+# As doc/reexport.md says: no delegations through a re-export.
 echo 0 >/proc/sys/fs/leases-enable
 knfsd_start || exit 1
 knfsd_export "$mnt" "$FSID3" no_root_squash || exit 1

@@ -8,14 +8,14 @@
 #
 #   knfsd_start                      load nfsd, start rpcbind/statd/mountd/nfsd
 #   knfsd_export DIR FSID [OPTS]     export DIR to 127.0.0.1 (rw,no_subtree_check,
-#                                    fsid=FSID,OPTS) as the README tells users
+#                                    fsid=FSID,OPTS) as doc/reexport.md tells users
 #   knfsd_unexport DIR
 #   knfsd_v4root DIR FSID            a tmpfs pseudo-root (fsid=0,crossmnt) with
 #                                    DIR bind-mounted below it as /export
 #                                    (exported with fsid=FSID: a FUSE mount
 #                                    needs its own); NFSv4 clients mount
 #                                    127.0.0.1:/export
-#   knfsd_reexport DIR FSID          the three above, as the README tells users:
+#   knfsd_reexport DIR FSID          the three above, as doc/reexport.md tells users:
 #                                    DIR (a gateway mount) exported with fsid=FSID
 #                                    for NFSv3 and under the pseudo-root with
 #                                    FSID+1 for NFSv4
