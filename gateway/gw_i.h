@@ -209,6 +209,10 @@ struct gw_inode {
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
+	bool entry_kept;		/* the kernel was given kept_attr by a
+					 * LOOKUP answered from what a start
+					 * before kept (remember.c) */
+	struct nfsc_attr kept_attr;
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily; holds
 					 * a reference, dropped by the last
@@ -387,6 +391,41 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 const struct nfsc_attr *created, struct fuse_file_info *fi);
 void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		     struct fuse_file_info *fi);
+
+static inline struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+/* Fresh attributes: from the attribute cache unless force, else GETATTR.
+ * 1 if the origin's answer shows the file's data changed (its cache
+ * object was emptied), 0 if not, -errno on failure. (ops.c) */
+int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		bool force, struct nfsc_attr *a);
+
+/* ---- listing.c: directories ---- */
+void gw_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void gw_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		    off_t off, struct fuse_file_info *fi);
+void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
+		   struct fuse_file_info *fi);
+void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+		 struct fuse_file_info *fi);
+
+/* ---- open.c: files ---- */
+void gw_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
+		     struct fuse_bufvec *bufv, off_t off,
+		     struct fuse_file_info *fi);
+void gw_flush(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+	      struct fuse_file_info *fi);
+void gw_fallocate(fuse_req_t req, fuse_ino_t nodeid, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi);
+void gw_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
 
 /* ---- ops_ns.c ---- */
 void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,

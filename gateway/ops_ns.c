@@ -22,11 +22,6 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-static inline struct gw *req_gw(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /* A directory's entries or mtime changed by us: ask the origin next time. */
 static void dir_changed(struct gw_inode *dir)
 {

@@ -377,6 +377,12 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 		gw_inode_forget(gw, child, 1);
 		return -ENOENT;
 	}
+	/* An open that finds another version must tell the kernel (open.c):
+	 * it has these attributes, not the origin's of now. */
+	pthread_mutex_lock(&ino->lock);
+	ino->entry_kept = true;
+	ino->kept_attr = a;
+	pthread_mutex_unlock(&ino->lock);
 	gw_make_entry(gw, ino, &a, e);
 	__atomic_add_fetch(&gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
 	return 0;

@@ -117,6 +117,21 @@ case $out in *"No such file"*) ;; *) bad "d1/f4 removed while down: '$out', want
 echo "d1/f4" >"$data/d1/f4"
 echo "d1/f5" >"$data/d1/f5"
 
+# 2c. Close-to-open over kept names and attributes: a file that grew at
+# the origin while the gateway was down is read whole after a restart,
+# though the kernel was first given its kept (old) size.
+LONG="cache_dir=$cdir,allow_other,acregmin=60,acregmax=60,acdirmin=60,acdirmax=60"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$LONG" || exit 1
+[ "$(cat "$mnt/d2/f9")" = "d2/f9" ] || bad "d2/f9 before the growth"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+sleep 1.1
+echo "grown while the gateway was down" >>"$data/d2/f9"
+mount_gateway "$ORIGIN_URL" "$mnt" "$LONG" || exit 1
+[ "$(cat "$mnt/d2/f9")" = "$(cat "$data/d2/f9")" ] || bad "d2/f9, grown while down, reads '$(cat "$mnt/d2/f9")' (close-to-open after a restart)"
+[ "$(stat -c %s "$mnt/d2/f9")" = "$(stat -c %s "$data/d2/f9")" ] || bad "d2/f9's size after the open: $(stat -c %s "$mnt/d2/f9"), origin $(stat -c %s "$data/d2/f9")"
+echo "d2/f9" >"$data/d2/f9"
+
 # 3. Aged from the fetch, not from the restart: with actimeo=2, answers
 # got 3 s before are not used.
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"

@@ -1,0 +1,342 @@
+/* listing.c - directories: opendir, readdir(plus), releasedir, fsyncdir.
+ *
+ * A listing is a snapshot of the whole directory read at open (READDIRPLUS,
+ * nfsclient's readdir_all), shared by the opens of the same directory
+ * version with the same credentials; readdirplus hands the kernel every
+ * entry's attributes and a lookup reference, and notes its name for the
+ * next start (remember.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "gw_i.h"
+
+/* ---- directories ----
+ *
+ * A listing is a snapshot of the whole directory, read at open: offsets are
+ * indexes into it, so a reader that seeks back sees the same names in the
+ * same order. Concurrent opens of the same directory version by the same
+ * credentials share one snapshot (refcounted, gone with its last open):
+ * memory is bounded by the distinct listings in use, each by
+ * dir_max_entries, not by the number of opens. */
+
+struct gw_dirsnap {
+	struct gw_dirsnap *next;	/* snap_lock */
+	uint64_t nodeid;
+	struct nfsc_cred cr;		/* read with these credentials */
+	struct nfsc_attr ver;		/* the directory's, before the read */
+	unsigned refs;			/* snap_lock */
+	bool loading;			/* snap_lock; waiters on snap_cond */
+	int err;			/* of the load */
+	struct nfsc_dirlist list;	/* read-only once loaded */
+};
+
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t snap_cond = PTHREAD_COND_INITIALIZER;
+static struct gw_dirsnap *snaps;	/* snap_lock */
+
+struct gw_dir {
+	struct gw_handle h;		/* first: fi->fh points at both */
+	struct gw_dirsnap *snap;
+};
+
+static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
+{
+	return a->uid == b->uid && a->gid == b->gid &&
+	       a->ngroups == b->ngroups &&
+	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(a->groups[0]));
+}
+
+/* Drop a reference, snap_lock held; true when it was the last (sn is off
+ * the list then, for the caller to free). */
+static bool snap_unref_locked(struct gw_dirsnap *sn)
+{
+	struct gw_dirsnap **pp;
+
+	if (--sn->refs)
+		return false;
+	for (pp = &snaps; *pp; pp = &(*pp)->next)
+		if (*pp == sn) {
+			*pp = sn->next;
+			break;
+		}
+	return true;
+}
+
+static void snap_free(struct gw_dirsnap *sn)
+{
+	nfsc_dirlist_free(&sn->list);
+	free(sn);
+}
+
+static void snap_put(struct gw_dirsnap *sn)
+{
+	bool last;
+
+	pthread_mutex_lock(&snap_lock);
+	last = snap_unref_locked(sn);
+	pthread_mutex_unlock(&snap_lock);
+	if (last)
+		snap_free(sn);
+}
+
+/* A snapshot of ino's directory as of ver, read with cr: a shared one if
+ * there is one (or one being read, which is waited for), else a new one. */
+static int snap_get(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		    struct gw_dirsnap **out)
+{
+	struct gw_dirsnap *sn;
+	int ret;
+
+	pthread_mutex_lock(&snap_lock);
+again:
+	for (sn = snaps; sn; sn = sn->next) {
+		bool same;
+
+		if (sn->nodeid != ino->nodeid || sn->err ||
+		    !same_cred(&sn->cr, cr))
+			continue;
+		/* Another version of the directory, still held by the opens
+		 * that share it: not ours (taking it and looking again would
+		 * find it again, for ever: seen as a hung re-export create). */
+		if (!sn->loading && !gw_attr_same_version(&sn->ver, ver))
+			continue;
+		sn->refs++;
+		while (sn->loading)
+			pthread_cond_wait(&snap_cond, &snap_lock);
+		same = gw_attr_same_version(&sn->ver, ver);
+		ret = sn->err;
+		if (same && !ret) {
+			pthread_mutex_unlock(&snap_lock);
+			*out = sn;
+			return 0;
+		}
+		if (snap_unref_locked(sn)) {
+			pthread_mutex_unlock(&snap_lock);
+			snap_free(sn);
+			pthread_mutex_lock(&snap_lock);
+		}
+		/* The read we waited for failed: so does ours. */
+		if (same) {
+			pthread_mutex_unlock(&snap_lock);
+			return ret;
+		}
+		goto again;
+	}
+	sn = calloc(1, sizeof(*sn));
+	if (!sn) {
+		pthread_mutex_unlock(&snap_lock);
+		return -ENOMEM;
+	}
+	sn->nodeid = ino->nodeid;
+	sn->cr = *cr;
+	sn->ver = *ver;
+	sn->refs = 1;
+	sn->loading = true;
+	sn->next = snaps;
+	snaps = sn;
+	pthread_mutex_unlock(&snap_lock);
+
+	ret = nfsc_readdir_all(gw->nfs, cr, &ino->fh, &sn->list,
+			       gw->o->dir_max_entries);
+	if (ret == -EFBIG)
+		gw_log("directory inode %llu has more than dir_max_entries=%u "
+		       "entries: not listed (EFBIG)",
+		       (unsigned long long)ino->nodeid, gw->o->dir_max_entries);
+	if (sn->list.skipped)
+		gw_log("directory inode %llu: skipped %zu entries from the "
+		       "origin with names that are empty, hold '/', are a "
+		       "second '.' or '..' or are longer than %d bytes "
+		       "(first: '%s')", (unsigned long long)ino->nodeid,
+		       sn->list.skipped, NFSC_NAME_MAX, sn->list.skipped_first);
+	pthread_mutex_lock(&snap_lock);
+	sn->loading = false;
+	sn->err = ret;
+	pthread_cond_broadcast(&snap_cond);
+	pthread_mutex_unlock(&snap_lock);
+	if (ret) {
+		snap_put(sn);
+		return ret;
+	}
+	*out = sn;
+	return 0;
+}
+static void dir_free(struct gw *gw, struct gw_handle *h)
+{
+	struct gw_dir *d = (struct gw_dir *)h;
+
+	(void)gw;
+	snap_put(d->snap);
+	free(d);
+}
+
+void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
+		       struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct nfsc_attr ver;
+	struct nfsc_cred cr;
+	struct gw_dir *d;
+	int ret;
+
+	if (!ino) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* The directory's version now: an open shares a snapshot of this
+	 * version only, never an older one. */
+	ret = gw_get_attr(gw, req, ino, true, &ver);
+	if (ret >= 0) {
+		gw_req_cred(req, &cr);
+		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	}
+	if (ret < 0) {
+		free(d);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	gw_handle_add(&d->h, dir_free);
+	fi->fh = (uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		gw_handle_del(&d->h);
+		dir_free(gw, &d->h);
+	}
+}
+
+static bool is_dot(const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
+static mode_t dirent_mode(const struct nfsc_dirent *de)
+{
+	struct stat st;
+
+	if (!de->has_attr)
+		return 0;
+	gw_attr_to_stat(&de->attr, 0, &st);
+	return st.st_mode;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	struct gw_inode *dir = plus ? gw_inode_find(gw, nodeid) : NULL;
+	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
+	size_t left = size, i, nrefs = 0;
+	char *buf, *p;
+
+	buf = malloc(size);
+	/* At most one reference per entry that fits (the shortest entry has
+	 * a one-byte name). */
+	if (buf && plus)
+		refs = malloc(sizeof(*refs) *
+			      (size / fuse_add_direntry_plus(req, NULL, 0, "x",
+							     NULL, 0) + 1));
+	if (!buf || (plus && !refs)) {
+		free(buf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p = buf;
+	for (i = (size_t)off; i < d->snap->list.n; i++) {
+		const struct nfsc_dirent *de = &d->snap->list.ents[i];
+		struct fuse_entry_param e;
+		struct gw_inode *ino;
+		size_t need;
+
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = de->fileid;
+		e.attr.st_mode = dirent_mode(de);
+		if (!plus) {
+			need = fuse_add_direntry(req, p, left, de->name,
+						 &e.attr, (off_t)(i + 1));
+			if (need > left)
+				break;
+			p += need;
+			left -= need;
+			continue;
+		}
+		/* Measure first: an entry that does not fit must not take a
+		 * lookup reference the kernel will never forget. */
+		need = fuse_add_direntry_plus(req, NULL, 0, de->name, NULL, 0);
+		if (need > left)
+			break;
+		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
+			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
+			if (ino) {
+				gw_inode_note_name(ino, nodeid, de->name,
+						   &de->attr);
+				if (dir)
+					gw_md_note_dent(gw, dir, de->name,
+							ino->nodeid);
+				gw_make_entry(gw, ino, &de->attr, &e);
+				refs[nrefs++] = ino->nodeid;
+			}
+		}
+		/* Entries without handle or attributes get ino 0: the kernel
+		 * will LOOKUP them when it needs them. */
+		fuse_add_direntry_plus(req, p, left, de->name, &e,
+				       (off_t)(i + 1));
+		p += need;
+		left -= need;
+	}
+	/* A reply the kernel did not take (the connection is gone, or the
+	 * request was aborted) hands it none of the lookup references taken
+	 * for its entries: drop them, as a failed LOOKUP reply does. */
+	if (fuse_reply_buf(req, buf, size - left) != 0)
+		for (i = 0; i < nrefs; i++)
+			gw_inode_forget(gw, refs[i], 1);
+	free(refs);
+	free(buf);
+}
+
+void gw_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, false);
+}
+
+void gw_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, true);
+}
+
+void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
+			  struct fuse_file_info *fi)
+{
+	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+
+	(void)nodeid;
+	gw_handle_del(&d->h);
+	dir_free(req_gw(req), &d->h);
+	fuse_reply_err(req, 0);
+}
+
+/* Directory operations are synchronous at an NFSv3 origin. */
+void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+			struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
