@@ -1,0 +1,120 @@
+/* gw_opts_test: the gateway's option parsing (gateway/opts.c) on its own:
+ * the defaults a user gets, what actimeo= and friends set, sizes with
+ * suffixes, the caps that follow from other options, and bad values
+ * refused with a message naming the option (never taken silently). */
+#include <stdint.h>
+
+#include "check.h"
+#include "gw_i.h"
+
+static char errbuf[4096];
+
+/* Parse "cachegw nfs://h/e /mnt -o OPTS"; the return value, *o filled. */
+static int parse(const char *opts, struct gw_opts *o)
+{
+	char *argv[6] = { "cachegw", "nfs://127.0.0.1/export", "/mnt", NULL,
+			  NULL, NULL };
+	int argc = 3, ret;
+	FILE *f;
+
+	if (opts) {
+		argv[argc++] = "-o";
+		argv[argc++] = (char *)opts;
+	}
+	memset(o, 0, sizeof(*o));
+	f = freopen(t_path("stderr"), "w", stderr);
+	CHECK(f);
+	ret = gw_opts_parse(argc, argv, o);
+	fflush(stderr);
+	f = fopen(t_path("stderr"), "r");
+	CHECK(f);
+	errbuf[fread(errbuf, 1, sizeof(errbuf) - 1, f)] = 0;
+	fclose(f);
+	return ret;
+}
+
+static void refused(const char *opts, const char *says)
+{
+	struct gw_opts o;
+
+	if (parse(opts, &o) != -1 || !strstr(errbuf, says)) {
+		fprintf(stdout, "'%s': not refused with '%s' (said '%s')\n",
+			opts, says, errbuf);
+		exit(1);
+	}
+	gw_opts_free(&o);
+}
+
+int main(void)
+{
+	struct gw_opts o;
+
+	/* The defaults. */
+	CHECK_EQ(parse("cache_dir=/c", &o), 0);
+	CHECK(!strcmp(o.cache_dir, "/c"));
+	CHECK_EQ(o.acregmin, 3);
+	CHECK_EQ(o.acregmax, 60);
+	CHECK_EQ(o.acdirmin, 30);
+	CHECK_EQ(o.acdirmax, 60);
+	CHECK_EQ(o.readahead, 8u << 20);
+	CHECK_EQ(o.max_threads, 16);
+	CHECK_EQ(o.dir_max_entries, 2097152);
+	CHECK_EQ(o.reclaim_after, 100000);
+	CHECK_EQ(o.drain_timeout, 30);
+	CHECK_EQ(o.write_window, 64u << 20);
+	CHECK(!o.nocto && !o.soft && !o.writeback && !o.ro);
+	CHECK_EQ(o.cache_size, 0);
+	gw_opts_free(&o);
+
+	/* actimeo= sets all four; a min above its max raises the max. */
+	CHECK_EQ(parse("cache_dir=/c,actimeo=600,nocto,soft", &o), 0);
+	CHECK_EQ(o.acregmin, 600);
+	CHECK_EQ(o.acregmax, 600);
+	CHECK_EQ(o.acdirmin, 600);
+	CHECK_EQ(o.acdirmax, 600);
+	CHECK(o.nocto && o.soft);
+	gw_opts_free(&o);
+	CHECK_EQ(parse("cache_dir=/c,acregmin=90", &o), 0);
+	CHECK_EQ(o.acregmax, 90);
+	gw_opts_free(&o);
+	/* The later of two contrary flags wins. */
+	CHECK_EQ(parse("cache_dir=/c,nocto,cto,writeback,nowriteback", &o), 0);
+	CHECK(!o.nocto && !o.writeback);
+	gw_opts_free(&o);
+
+	/* Sizes: suffixes; readahead kept to an eighth of a small cap. */
+	CHECK_EQ(parse("cache_dir=/c,cache_size=1G,write_window=512K", &o), 0);
+	CHECK_EQ(o.cache_size, 1ull << 30);
+	CHECK_EQ(o.write_window, 512u << 10);
+	CHECK_EQ(o.readahead, 8u << 20);
+	gw_opts_free(&o);
+	CHECK_EQ(parse("cache_dir=/c,cache_size=16M", &o), 0);
+	CHECK_EQ(o.readahead, 2u << 20);
+	gw_opts_free(&o);
+
+	/* -h prints the help (1: done, nothing to mount). */
+	{
+		char *argv[] = { "cachegw", "-h", NULL };
+
+		memset(&o, 0, sizeof(o));
+		CHECK_EQ(gw_opts_parse(2, argv, &o), 1);
+		gw_opts_free(&o);
+	}
+
+	/* Refused, saying which option and why. */
+	refused("cache_dir=/c,max_threads=0", "max_threads");
+	refused("cache_dir=/c,max_threads=5000", "max_threads");
+	refused("cache_dir=/c,drain_timeout=0", "drain_timeout");
+	refused("cache_dir=/c,dir_max_entries=0", "dir_max_entries");
+	refused("cache_dir=/c,cache_size=lots", "cache_size");
+	refused("cache_dir=/c,no_such_option=1", "no_such_option");
+	{
+		char *argv[] = { "cachegw", "nfs://h/e", NULL };
+
+		memset(&o, 0, sizeof(o));
+		CHECK_EQ(gw_opts_parse(2, argv, &o), -1);
+		gw_opts_free(&o);
+	}
+	printf("gw_opts_test: ok\n");
+	return 0;
+}
