@@ -1,28 +1,33 @@
-/* gw_i.h - private to gateway/, the only layer that knows FUSE.
+/* gw_i.h - the request path (gateway/): the only layer that knows FUSE.
+ * This header is its whole interface: the process around it (daemon/)
+ * includes it; gateway/ never includes daemon/'s (test 52).
  *
- * main.c:  command line, daemon start-up, session loop, teardown.
- * opts.c:  -o option parsing and validation.
  * inode.c: inode table, FUSE node-id <-> origin file handle, attributes.
- * ops.c:   FUSE low-level operations (the gw_oper table).
+ * ops.c:   the operations table, INIT, credentials, LOOKUP, GETATTR,
+ *          READLINK, FORGET, STATFS, interruptible operations.
  * ops_ns.c: namespace operations and setattr.
+ * listing.c: directories (snapshots, readdir(plus)).
+ * open.c:  files: open, release, flush, fsync, the read/write entries.
  * access.c: ACCESS checks and their cache.
  * read.c:  the read request: cache hits, waiting for fetches, replies.
  * fetch.c: fetches (origin READs of whole blocks) from start to free.
  * fill.c:  the fill thread (completed fetches into the cache).
  * readahead.c: readahead policy.
  * write.c: writes, the write window, COMMIT.
- * bdi.c:   the FUSE bdi's dirty-page limits (writeback).
+ * bdi.c:   the mount as the kernel sees it (mountinfo, readahead, dirty
+ *          limits).
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
- * buf.c:   shared data buffers.  ctl.c: the control socket.
- * metrics.c: the Prometheus HTTP endpoint (metrics=).
+ * buf.c:   shared data buffers.
  * hist.c:  latency histograms for the metrics.
  * silly.c: files unlinked while open: hidden names (silly-rename).
  * handles.c: open files and directories, for those never released.
  * log.c:   logging (stderr in the foreground, syslog as a daemon).
- * drain.c: signals (HUP, INT, TERM), detaching, the bounded stop.
  * groups.c: a caller's supplementary groups (/proc or the user database).
+ * handlekey.c: unguessable re-export handles.
  * reclaim.c: node-ids of files gone at the origin given back.
  * remember.c: attributes and ACCESS answers kept across a restart.
+ * The process (daemon/daemon.h): main, options, signals and the stop,
+ * the control socket, the metrics endpoint.
  *
  * Lock order: a lock on a line may be taken while holding one on an
  * earlier line, never the other way round. Each _locked function says which
@@ -120,18 +125,14 @@ struct gw_opts {
 
 /* Parse argv into o. Returns 0, or 1 after printing usage/version (exit 0),
  * or -1 after printing a one-line error (exit 2). */
-int gw_opts_parse(int argc, char **argv, struct gw_opts *o);
-void gw_opts_free(struct gw_opts *o);
-void gw_usage(const char *prog);
 
-/* ---- main.c ---- */
+/* ---- bdi.c: the mount as the kernel sees it ---- */
+/* Raise the mount's read_ahead_kb to readahead= (at the first open). */
 void gw_set_kernel_readahead(const struct gw_opts *o);
 /* The device of the top mount on path (the last line of mountinfo naming
- * it) and whether it is a cachegw mount; -ENOENT: nothing mounted there
- * (drain.c). */
+ * it) and whether it is a cachegw mount; -ENOENT: nothing mounted there. */
 int gw_mount_at(const char *path, unsigned *maj, unsigned *min, bool *ours);
-/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found
- * (bdi.c). */
+/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found. */
 bool gw_bdi_dir(const struct gw_opts *o, char *path, size_t len);
 
 /* ---- buf.c: shared, page-aligned data buffers ----
@@ -157,19 +158,6 @@ int gw_log_to_file(const char *logfile);
  * file). */
 int gw_log_reopen(char *path, size_t len);
 void gw_log_stop(void);
-
-/* ---- drain.c: signals and the stop (see the file's comment) ----
- * Its lock is taken before the handle list's (handles.c), and never by a
- * FUSE request. */
-int gw_drain_block_signals(void);	/* before the first thread starts */
-int gw_drain_start(struct gw *gw);	/* then: start the signal thread */
-void gw_drain_mounted(void);		/* the mount is made */
-int gw_drain_serving(void);		/* on the loop's thread, before it */
-/* The session loop returned: the commits at exit are timed from now.
- * True if the gateway detached the mount itself; then the connection is
- * ended here, and fuse_session_unmount only closes it. */
-bool gw_drain_loop_ended(struct gw *gw);
-void gw_drain_stop(int status);		/* the exit path is done */
 
 /* ---- inode.c ---- */
 
@@ -630,39 +618,6 @@ bool gw_silly_is(struct gw_inode *ino, const struct gw_inode *dir,
 		 const char *name);
 /* ino lives on under a hidden name only (its nlink shows one less). */
 bool gw_silly_has(struct gw_inode *ino);
-
-/* ---- ctl.c ---- */
-int gw_ctl_start(struct gw *gw, const char *dir);
-void gw_ctl_stop(struct gw *gw);
-/* accept4() on a listening socket failed with err. For the errors that
- * leave the connection pending (EMFILE, ENFILE, ENOMEM, ...: poll() would
- * wake again at once), log at most once per GW_ACCEPT_LOG_S per endpoint
- * (*last_log, *count: that endpoint's state, shared by its threads) and
- * return the milliseconds to wait before the next accept; 0 for the
- * harmless ones (EAGAIN: another thread took it, ECONNABORTED, EINTR). */
-#define GW_ACCEPT_PAUSE_MS 100
-#define GW_ACCEPT_LOG_S 10
-int gw_accept_failed(const char *what, int err, uint64_t *last_log,
-		     uint64_t *count);
-/* Every metric, as `stats` (prometheus false) or in the Prometheus text
- * exposition format (with the histograms): for both endpoints. */
-void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
-
-/* ---- ctl_warm.c: control commands for cachegw-inspect warm ---- */
-/* "mountpoint", "cached REL-PATH", "drain": reply to out; cr: the
- * client's credentials (its LOOKUPs go to the origin as them). */
-void gw_ctl_mountpoint(struct gw *gw, FILE *out);
-void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
-		   const char *rel, FILE *out);
-void gw_ctl_drain(struct gw *gw, FILE *out);
-
-/* ---- metrics.c: GET /metrics over HTTP, on its own thread ---- */
-/* Bind o->metrics_addr and start serving; 0 at once if metrics= is unset.
- * -errno (nothing started) if the address cannot be bound. */
-int gw_metrics_start(struct gw *gw);
-void gw_metrics_stop(struct gw *gw);
-/* "127.0.0.1:9100" or "[::1]:9100", for messages. */
-void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
 
 /* ---- handlekey.c: unguessable handles ---- */
 /* Read cache_dir/handle-key, or make it with cutover high (the node-id

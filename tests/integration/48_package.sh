@@ -141,10 +141,10 @@ done
 man_checks() {
 	txt=$tmp/cachegw.8.txt
 	grep -q '^SIGNALS' "$txt" || bad "cachegw.8 has no SIGNALS section"
-	# Every name in gw_optspec (gateway/opts.c), as "name" or "name=".
-	opts=$(sed -n '/gw_optspec\[\] = {/,/FUSE_OPT_END/p' "$ROOT/gateway/opts.c" |
+	# Every name in gw_optspec (daemon/opts.c), as "name" or "name=".
+	opts=$(sed -n '/gw_optspec\[\] = {/,/FUSE_OPT_END/p' "$ROOT/daemon/opts.c" |
 		grep -o '\(OPT\|FUSE_OPT_KEY\)("[^"]*"' | sed 's/.*("//; s/"$//; s/=.*/=/; s/%.*//')
-	[ "$(echo "$opts" | wc -l)" -gt 40 ] || bad "could not read the options of gateway/opts.c"
+	[ "$(echo "$opts" | wc -l)" -gt 40 ] || bad "could not read the options of daemon/opts.c"
 	for o in $opts; do
 		case $o in
 		*=) re="(^|[^A-Za-z0-9_-])$o" ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """optcheck.py OPTS_C MAN_IN HELP_TXT: do cachegw(8) and `cachegw --help`
 name every option the gateway accepts (the fuse_opt table in
-gateway/opts.c), and does the man page's OPTIONS section name nothing
+daemon/opts.c), and does the man page's OPTIONS section name nothing
 else? Prints one line per problem; exit 1 if there is any, 0 if none.
 
 The man page must name every entry of the table; --help every option

@@ -1,11 +1,11 @@
-/* gw_opts_test: the gateway's option parsing (gateway/opts.c) on its own:
+/* gw_opts_test: the gateway's option parsing (daemon/opts.c) on its own:
  * the defaults a user gets, what actimeo= and friends set, sizes with
  * suffixes, the caps that follow from other options, and bad values
  * refused with a message naming the option (never taken silently). */
 #include <stdint.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "daemon.h"
 
 static char errbuf[4096];
 

@@ -17,7 +17,7 @@
 extern const char *prog;
 
 /* ---- ctl.c ----
- * Protocol (served by gateway/ctl.c): connect to DIR/control.sock, send
+ * Protocol (served by daemon/ctl.c): connect to DIR/control.sock, send
  * one line, read the reply until the gateway closes the connection. */
 /* Send cmd (without newline); *reply gets the whole reply, NUL-ended
  * (free it). 0, -ECONNREFUSED/-ENOENT (no live gateway), -errno. */

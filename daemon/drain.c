@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "daemon.h"
 
 #define WAKE_SIGNAL SIGUSR2
 #define KICK_NS (100 * 1000000L)
@@ -110,53 +110,6 @@ int gw_drain_block_signals(void)
 	    sigaction(SIGTERM, &sa, NULL) < 0)
 		return -errno;
 	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
-}
-
-/* "\040" in mountinfo is a space, and so on. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-				      (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = 0;
-}
-
-/* The device of the top mount on path (the last line naming it), and
- * whether it is a cachegw mount. -ENOENT: nothing mounted there. */
-int gw_mount_at(const char *path, unsigned *maj, unsigned *min, bool *ours)
-{
-	char line[4096], mnt[PATH_MAX];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int ret = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned a, b;
-		const char *sep;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
-			continue;
-		unescape(mnt);
-		if (strcmp(mnt, path))
-			continue;
-		sep = strstr(line, " - ");
-		*maj = a;
-		*min = b;
-		*ours = sep && !strncmp(sep + 3, "fuse.cachegw ", 13);
-		ret = 0;
-	}
-	fclose(f);
-	return ret;
 }
 
 /* Still our mount at the mountpoint (not unmounted, not mounted over by

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "daemon.h"
 
 /* A drain gives up after this long: it holds one of the GW_CTL_THREADS
  * control threads meanwhile. */

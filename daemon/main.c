@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "daemon.h"
 
 #define EXIT_USAGE 2
 
@@ -204,30 +204,6 @@ static int open_cache(struct gw *gw)
 			gw_md_unclean(gw);
 	}
 	return 0;
-}
-
-/* The kernel's readahead for a FUSE mount is its bdi's read_ahead_kb (128
- * by default): the size of the read requests we get for sequential reads.
- * Raise it to readahead=, so a sequential reader sends 1 MiB requests and
- * several at a time. Called once the kernel has processed our INIT reply
- * (which can only lower it): at the first open. Found through
- * /proc/self/mountinfo, since a stat() of the mountpoint would ask
- * ourselves. */
-void gw_set_kernel_readahead(const struct gw_opts *o)
-{
-	char dir[128], path[160];
-	FILE *f;
-
-	if (!gw_bdi_dir(o, dir, sizeof(dir)))
-		return;
-	snprintf(path, sizeof(path), "%s/read_ahead_kb", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%llu\n", (unsigned long long)
-			  (o->readahead / 1024 ? o->readahead / 1024 : 4)) < 0)
-		gw_log("cannot set %s: %s (kernel readahead stays small)",
-		       path, strerror(errno));
-	if (f)
-		fclose(f);
 }
 
 static int run(struct gw_opts *o)

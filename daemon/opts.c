@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "cache.h"
-#include "gw_i.h"
+#include "daemon.h"
 
 enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,

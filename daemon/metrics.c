@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "daemon.h"
 
 #define GW_METRICS_REQ_MAX 4096
 #define GW_METRICS_DEADLINE_MS 10000

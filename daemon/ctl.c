@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "daemon.h"
 
 
 struct metric {

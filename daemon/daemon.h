@@ -1,0 +1,74 @@
+/* daemon.h - the process around the request path (daemon/): start-up and
+ * options, signals and the bounded stop, the control socket, the metrics
+ * endpoint. Above gateway/ (whose gw_i.h it includes); nothing below
+ * includes this.
+ *
+ * main.c:     command line, daemon start-up, session loop, teardown.
+ * opts.c:     -o option parsing and validation (struct gw_opts: gw_i.h).
+ * drain.c:    signals (HUP, INT, TERM), detaching, the bounded stop.
+ * ctl.c:      the control socket (cachegw-inspect) and the counters.
+ * ctl_warm.c: control commands for cachegw-inspect warm.
+ * metrics.c:  the Prometheus HTTP endpoint (metrics=).
+ */
+#ifndef CACHEGW_DAEMON_H
+#define CACHEGW_DAEMON_H
+
+#include "gw_i.h"
+
+/* ---- opts.c ---- */
+/* 0, 1 (help or version printed: exit 0), -1 (a one-line reason on
+ * stderr). */
+int gw_opts_parse(int argc, char **argv, struct gw_opts *o);
+void gw_opts_free(struct gw_opts *o);
+void gw_usage(const char *prog);
+
+/* ---- drain.c: signals and the stop (see the file's comment) ----
+ * Its lock is taken before the handle list's (handles.c), and never by a
+ * FUSE request. */
+int gw_drain_block_signals(void);	/* before the first thread starts */
+int gw_drain_start(struct gw *gw);	/* then: start the signal thread */
+void gw_drain_mounted(void);		/* the mount is made */
+int gw_drain_serving(void);		/* on the loop's thread, before it */
+/* The session loop returned: the commits at exit are timed from now.
+ * True if the gateway detached the mount itself; then the connection is
+ * ended here, and fuse_session_unmount only closes it. */
+bool gw_drain_loop_ended(struct gw *gw);
+void gw_drain_stop(int status);		/* the exit path is done */
+
+
+/* ---- ctl.c ---- */
+int gw_ctl_start(struct gw *gw, const char *dir);
+void gw_ctl_stop(struct gw *gw);
+/* accept4() on a listening socket failed with err. For the errors that
+ * leave the connection pending (EMFILE, ENFILE, ENOMEM, ...: poll() would
+ * wake again at once), log at most once per GW_ACCEPT_LOG_S per endpoint
+ * (*last_log, *count: that endpoint's state, shared by its threads) and
+ * return the milliseconds to wait before the next accept; 0 for the
+ * harmless ones (EAGAIN: another thread took it, ECONNABORTED, EINTR). */
+#define GW_ACCEPT_PAUSE_MS 100
+#define GW_ACCEPT_LOG_S 10
+int gw_accept_failed(const char *what, int err, uint64_t *last_log,
+		     uint64_t *count);
+/* Every metric, as `stats` (prometheus false) or in the Prometheus text
+ * exposition format (with the histograms): for both endpoints. */
+void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
+
+
+/* ---- ctl_warm.c: control commands for cachegw-inspect warm ---- */
+/* "mountpoint", "cached REL-PATH", "drain": reply to out; cr: the
+ * client's credentials (its LOOKUPs go to the origin as them). */
+void gw_ctl_mountpoint(struct gw *gw, FILE *out);
+void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
+		   const char *rel, FILE *out);
+void gw_ctl_drain(struct gw *gw, FILE *out);
+
+
+/* ---- metrics.c: GET /metrics over HTTP, on its own thread ---- */
+/* Bind o->metrics_addr and start serving; 0 at once if metrics= is unset.
+ * -errno (nothing started) if the address cannot be bound. */
+int gw_metrics_start(struct gw *gw);
+void gw_metrics_stop(struct gw *gw);
+/* "127.0.0.1:9100" or "[::1]:9100", for messages. */
+void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,46 @@
+#!/bin/bash
+# The rooms stay apart (issue 23, item 2): each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, nfsc_i.h, read_i.h). Shown to fail on a doctored include.
+set -uo pipefail
+. "$(dirname "$0")/../lib/test.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+
+# check DIR ALLOWED-HEADERS...: every #include "x" in DIR/*.[ch] is a file
+# of DIR itself or one of the allowed ones.
+check() {
+	local dir=$1 f h ok=0
+	shift
+	for f in "$dir"/*.[ch]; do
+		while read -r h; do
+			[ -e "$dir/$h" ] && continue
+			case " $* " in *" $h "*) continue ;; esac
+			echo "$f includes \"$h\": not its layer's, nor one below" >&2
+			ok=1
+		done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+	done
+	return $ok
+}
+common="config.h lathist.h lockcheck.h injectenv.h fileio.h seterr.h"
+run_checks() { # TOP
+	local t=$1 r=0
+	check "$t/common" config.h || r=1
+	check "$t/nfsclient" $common || r=1
+	check "$t/cache" $common || r=1
+	check "$t/nodes" $common || r=1
+	check "$t/gateway" $common nfsc.h cache.h nodes.h groups.h || r=1
+	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h || r=1
+	return $r
+}
+run_checks "$top" || bad "a layer includes a header it should not"
+
+# The check fails on a layer reaching up (gateway/ -> daemon/) or into
+# another's private header (gateway/ -> cache_i.h).
+copy=$(harness_tmpdir layers)
+for d in common nfsclient cache nodes gateway daemon; do cp -r "$top/$d" "$copy/"; done
+sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "daemon.h"/' "$copy/gateway/bdi.c"
+out=$(run_checks "$copy" 2>&1) && bad "gateway/ including daemon.h passed the check"
+case $out in *'bdi.c includes "daemon.h"'*) ;; *) bad "gateway/ including daemon.h: '$out'" ;; esac
+cp "$top/gateway/bdi.c" "$copy/gateway/bdi.c"
+sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "cache_i.h"/' "$copy/gateway/fill.c"
+out=$(run_checks "$copy" 2>&1) && bad "gateway/ including cache_i.h passed the check"
+case $out in *'fill.c includes "cache_i.h"'*) ;; *) bad "gateway/ including cache_i.h: '$out'" ;; esac
+exit $fail
