@@ -196,6 +196,8 @@ struct gw_inode {
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
 	uint64_t attr_gen;		/* bumped by every attr update */
+	struct gw_getattr *ga;		/* the GETATTR in flight that stat
+					 * requests join (ops.c), or NULL */
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	bool entry_kept;		/* the kernel was given kept_attr by a
 					 * LOOKUP answered from what a start
@@ -210,7 +212,8 @@ struct gw_inode {
 	unsigned writers;		/* of them, open for writing */
 	struct gw_fetch *fetches;	/* origin fetches in flight or recent
 					 * (fetch.c) */
-	pthread_cond_t fetch_cond;	/* a fetch completed (and see
+	pthread_cond_t fetch_cond;	/* a fetch completed, a shared GETATTR
+					 * was answered (ops.c) (and see
 					 * writes_done, committing) */
 	unsigned fills_queued;		/* fetches waiting for the fill thread */
 	uint64_t wgen;			/* bumped by every answered write or
@@ -670,6 +673,9 @@ struct gw {
 					 * (atomic) */
 	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
+					 * (atomic) */
+	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
+					 * the answer of one in flight
 					 * (atomic) */
 	/* control socket: set by gw_ctl_start, used by the ctl threads,
 	 * torn down by gw_ctl_stop after joining them */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -190,15 +191,25 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 /* Fresh attributes: from the attribute cache unless force, else GETATTR.
  * Returns 1 if the origin's answer shows the file's data changed (its
  * cache object was emptied), 0 if not, -errno on failure. */
-int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-		    bool force, struct nfsc_attr *a)
+/* A GETATTR in flight, whose answer the stat requests that come while it
+ * is out share (a stat storm on one file asks the origin once, not once
+ * per caller; each answer is as fresh as the caller's request). Opens do
+ * not join: close-to-open wants a GETATTR sent after the open began. The
+ * round is freed by the last of the leader and its joiners (refs). */
+struct gw_getattr {
+	unsigned refs;			/* ino->lock */
+	bool done;			/* ino->lock */
+	int ret;			/* the leader's result, once done */
+	struct nfsc_attr a;
+};
+
+static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+			 struct nfsc_attr *a)
 {
 	struct nfsc_cred cr;
 	uint64_t gen;
 	int ret;
 
-	if (!force && gw_inode_cached_attr(gw, ino, a) == 0)
-		return 0;
 	gw_req_cred(req, &cr);
 	gen = gw_inode_attr_gen(ino);
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
@@ -213,6 +224,87 @@ int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		pthread_mutex_unlock(&ino->lock);
 	}
 	return gw_cache_check(gw, ino, a) > 0;
+}
+
+static void ga_put_locked(struct gw_getattr *r)
+{
+	if (--r->refs == 0)
+		free(r);
+}
+
+/* Wait for r to be answered; -EINTR if the caller is interrupted first.
+ * ino->lock held. */
+static int ga_wait_locked(fuse_req_t req, struct gw_inode *ino,
+			  struct gw_getattr *r)
+{
+	GW_ASSERT_HELD(&ino->lock);
+	while (!r->done) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ino->fetch_cond, &ino->lock, &ts);
+		if (!r->done && fuse_req_interrupted(req))
+			return -EINTR;
+	}
+	return 0;
+}
+
+int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		bool force, struct nfsc_attr *a)
+{
+	struct gw_getattr *r;
+	int ret;
+
+	if (force)
+		return get_attr_sent(gw, req, ino, a);
+again:
+	if (gw_inode_cached_attr(gw, ino, a) == 0)
+		return 0;
+	pthread_mutex_lock(&ino->lock);
+	r = ino->ga;
+	if (r && !r->done) {
+		/* 1. One is out: take its answer. */
+		r->refs++;
+		ret = ga_wait_locked(req, ino, r);
+		if (!ret) {
+			ret = r->ret;
+			*a = r->a;
+		}
+		ga_put_locked(r);
+		pthread_mutex_unlock(&ino->lock);
+		if (ret == -EINTR && !fuse_req_interrupted(req))
+			goto again;	/* the leader was interrupted, not us */
+		if (ret >= 0)
+			__atomic_add_fetch(&gw->getattr_joined, 1,
+					   __ATOMIC_RELAXED);
+		return ret < 0 ? ret : 0;	/* the leader told the kernel */
+	}
+	/* 2. None: send one, for whoever comes meanwhile too. */
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		pthread_mutex_unlock(&ino->lock);
+		return get_attr_sent(gw, req, ino, a);
+	}
+	r->refs = 1;
+	ino->ga = r;
+	pthread_mutex_unlock(&ino->lock);
+	ret = get_attr_sent(gw, req, ino, a);
+	pthread_mutex_lock(&ino->lock);
+	r->ret = ret;
+	if (ret >= 0)
+		r->a = *a;
+	r->done = true;
+	if (ino->ga == r)
+		ino->ga = NULL;
+	pthread_cond_broadcast(&ino->fetch_cond);
+	ga_put_locked(r);
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
 }
 
 /* "." and ".." of any node-id ever handed out: how the kernel turns a
