@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cache_i.h"
+#include "logline.h"
 
 _Static_assert(sizeof(struct cache_stats) % sizeof(uint64_t) == 0,
 	       "cache_stats holds only uint64_t counters");
@@ -23,15 +24,9 @@ void cache_get_stats(struct cache *c, struct cache_stats *st)
  * grepped; built in one buffer so concurrent lines do not interleave. */
 void cache_log(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
-	int n;
 
-	n = snprintf(line, sizeof(line), "cachegw: cache: ");
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	log_linev("cache", fmt, ap);
 	va_end(ap);
-	n = strlen(line);
-	line[n++] = '\n';
-	fwrite(line, 1, n, stderr);
 }

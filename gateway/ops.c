@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "condwait.h"
 #include "groups.h"
 #include "gw_i.h"
 
@@ -239,15 +240,7 @@ static int ga_wait_locked(fuse_req_t req, struct gw_inode *ino,
 {
 	GW_ASSERT_HELD(&ino->lock);
 	while (!r->done) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&ino->fetch_cond, &ino->lock, &ts);
+		cond_wait_ms(&ino->fetch_cond, &ino->lock, 100);
 		if (!r->done && fuse_req_interrupted(req))
 			return -EINTR;
 	}

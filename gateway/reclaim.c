@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cache.h"
+#include "condwait.h"
 #include "gw_i.h"
 
 #define GW_RECLAIM_BATCH 256		/* entries copied out at a time */
@@ -128,15 +129,7 @@ static bool probe_all(struct gw *gw, struct reclaim_batch *b, unsigned n)
 	}
 	pthread_mutex_lock(&b->lock);
 	while (b->outstanding) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+		cond_wait_ms(&b->cond, &b->lock, 200);
 		if (b->outstanding && stopping(gw->reclaim))
 			break;
 	}

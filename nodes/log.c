@@ -44,22 +44,17 @@
 
 #include "fileio.h"
 #include "injectenv.h"
+#include "logline.h"
 #include "nodes_i.h"
 #include "seterr.h"
 
 void nodes_warn(const char *fmt, ...)
 {
-	char line[512];
 	va_list ap;
-	int n;
 
-	n = snprintf(line, sizeof(line), "cachegw: node-id table: ");
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	log_linev("node-id table", fmt, ap);
 	va_end(ap);
-	n = strlen(line);
-	line[n++] = '\n';
-	fwrite(line, 1, n, stderr);
 }
 
 /* VAR=ERRNO[:COUNT]: 1 and *err, *count if set, else 0. Built with
@@ -113,34 +108,6 @@ int nlog_fsync(struct nodes *t, int fd)
 
 /* ---- encoding ----------------------------------------------------------- */
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
 static void hdr_encode(uint8_t *p, uint32_t gen, uint64_t reserved)
 {
 	memset(p, 0, NODES_HDR_SIZE);
@@ -161,8 +128,7 @@ size_t nlog_rec_encode(uint8_t *p, uint32_t gen, uint8_t type, uint64_t a,
 	put64(p + 10, b);
 	if (hlen)
 		memcpy(p + 18, h, hlen);
-	put64(p + 18 + hlen, XXH3_64bits_withSeed(p, 18 + hlen, gen));
-	return REC_FIXED + hlen;
+	return nodes_seal(p, 18 + hlen, gen);
 }
 
 /* Length of the valid record at p (avail bytes), or 0 if there is none. */
@@ -189,7 +155,7 @@ static size_t rec_check(const uint8_t *p, size_t avail, uint32_t gen)
 	}
 	if (avail < REC_FIXED + hlen)
 		return 0;
-	if (get64(p + 18 + hlen) != XXH3_64bits_withSeed(p, 18 + hlen, gen))
+	if (!nodes_sealed(p, 18 + hlen, gen))
 		return 0;
 	return REC_FIXED + hlen;
 }

@@ -48,7 +48,7 @@
 
 #include "fileio.h"
 #include "lockcheck.h"
-#include "nodes.h"
+#include "nodes_i.h"
 
 #define MD_FILE "md.log"
 #define MD_TMP "md.log.tmp"
@@ -105,20 +105,6 @@ struct nodes_md {
 	struct nodes_md_stats st;
 };
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 static void hdr_encode(uint8_t *p, uint32_t gen)
 {
 	uint32_t v = htole32(MD_VERSION), g = htole32(gen);
@@ -142,8 +128,7 @@ static size_t rec_encode(uint8_t *p, uint32_t gen, uint8_t kind,
 	put64(p + 24, fetched);
 	if (len)
 		memcpy(p + 32, blob, len);
-	put64(p + 32 + len, XXH3_64bits_withSeed(p, 32 + len, gen));
-	return MD_REC_FIXED + len;
+	return nodes_seal(p, 32 + len, gen);
 }
 
 /* Length of the valid record at p, or 0. */
@@ -161,7 +146,7 @@ static size_t rec_check(const uint8_t *p, size_t avail, uint32_t gen)
 	for (int i = 2; i < 8; i++)
 		if (p[i])
 			return 0;
-	if (get64(p + 32 + len) != XXH3_64bits_withSeed(p, 32 + len, gen))
+	if (!nodes_sealed(p, 32 + len, gen))
 		return 0;
 	return MD_REC_FIXED + len;
 }

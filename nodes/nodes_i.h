@@ -8,6 +8,8 @@
  *            and close
  *   nodes.c  the API: find, add, get, set_parent, remove, list, room,
  *            stats
+ *   md.c     what the gateway last knew of each node (md.log), with its
+ *            own lock; it shares only the encoding helpers below
  *
  * Lock: one rwlock per table (t->lock). Functions that say "Lock held"
  * need it read or write (NODES_ASSERT_HELD), "Lock held (wr)" for writing
@@ -18,10 +20,14 @@
 #ifndef CACHEGW_NODES_I_H
 #define CACHEGW_NODES_I_H
 
+#include <endian.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
+
+#include <xxhash.h>
 
 #include "config.h"
 #include "lockcheck.h"
@@ -106,6 +112,48 @@ struct nodes {
 	int sync_err;			/* the same, fdatasyncs only */
 	int sync_count;
 };
+
+/* Little-endian fields of the files (log.c, md.c). */
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+/* A record's checksum: XXH3-64 of its first n bytes, seeded with the
+ * table's generation, written after them; the record's length. */
+static inline size_t nodes_seal(uint8_t *p, size_t n, uint32_t gen)
+{
+	put64(p + n, XXH3_64bits_withSeed(p, n, gen));
+	return n + 8;
+}
+
+static inline bool nodes_sealed(const uint8_t *p, size_t n, uint32_t gen)
+{
+	return get64(p + n) == XXH3_64bits_withSeed(p, n, gen);
+}
 
 #define NODES_ASSERT_HELD(t) \
 	GW_ASSERT_RW_HELD((pthread_rwlock_t *)&(t)->lock)

@@ -19,9 +19,9 @@ check() {
 	done
 	return $ok
 }
-common="config.h lathist.h lockcheck.h injectenv.h fileio.h seterr.h"
 run_checks() { # TOP
-	local t=$1 r=0
+	local t=$1 r=0 common
+	common="config.h $(cd "$t/common" && ls -- *.h | tr '\n' ' ')"
 	check "$t/common" config.h || r=1
 	check "$t/nfsclient" $common || r=1
 	check "$t/cache" $common || r=1
