@@ -123,6 +123,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	M("kernel_cache_drops_total", "counter",
 	  "Times the kernel was told to drop a file's pages (changed at the origin).",
 	  __atomic_load_n(&gw->kernel_cache_drops, __ATOMIC_RELAXED));
+	M("readahead_bytes_total", "counter",
+	  "Bytes fetched from the origin ahead of a sequential reader.",
+	  __atomic_load_n(&gw->readahead_bytes, __ATOMIC_RELAXED));
 	M("readahead_throttled_total", "counter",
 	  "Readaheads skipped because fills were behind.",
 	  __atomic_load_n(&gw->readahead_throttled, __ATOMIC_RELAXED));
@@ -264,8 +267,8 @@ static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
 
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 {
-	struct metric m[48];
-	size_t n = collect(gw, m, 48), i;
+	struct metric m[64];
+	size_t n = collect(gw, m, 64), i;
 
 	for (i = 0; i < n; i++) {
 		if (prometheus)

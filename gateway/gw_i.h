@@ -12,7 +12,7 @@
  * read.c:  the read request: cache hits, waiting for fetches, replies.
  * fetch.c: fetches (origin READs of whole blocks) from start to free.
  * fill.c:  the fill thread (completed fetches into the cache).
- * readahead.c: readahead policy.
+ * readahead.c: readahead (rawindow.c: the window's policy).
  * write.c: writes, the write window, COMMIT.
  * bdi.c:   the mount as the kernel sees it (mountinfo, readahead, dirty
  *          limits).
@@ -708,6 +708,8 @@ struct gw {
 						 * so a reader that saw its
 						 * data also sees it (drain) */
 	uint64_t readahead_throttled;		/* atomic */
+	uint64_t readahead_bytes;		/* atomic: fetched ahead of a
+						 * sequential reader */
 	uint64_t kernel_cache_drops;		/* atomic: opens without
 						 * keep_cache after an earlier
 						 * open, and invalidations */

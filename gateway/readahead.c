@@ -10,33 +10,6 @@
 /* Fetched bytes waiting for the fill thread beyond which readahead pauses. */
 #define GW_FILL_QUEUE_MAX (64u << 20)
 
-/* Sequential access grows the readahead window; a seek resets it. The
- * kernel sends a sequential reader's requests several at a time, so they
- * may arrive a little out of order: near the expected offset counts. */
-size_t gw_readahead_for(struct gw *gw, struct gw_inode *ino,
-			uint64_t off, size_t size, uint64_t bs)
-{
-	uint64_t slack;
-	size_t win;
-
-	pthread_mutex_lock(&ino->lock);
-	slack = ino->ra_win > 2 * size ? ino->ra_win : 2 * size;
-	if (off != 0 && off + slack >= ino->ra_next &&
-	    off <= ino->ra_next + slack) {
-		ino->ra_win = ino->ra_win ? ino->ra_win * 2 : bs;
-		if (ino->ra_win > gw->o->readahead)
-			ino->ra_win = gw->o->readahead;
-	} else if (off != ino->ra_next) {
-		ino->ra_win = 0;
-		ino->ra_front = 0;
-	}
-	if (off + size > ino->ra_next)
-		ino->ra_next = off + size;
-	win = ino->ra_win;
-	pthread_mutex_unlock(&ino->lock);
-	return win;
-}
-
 /* Keep the readahead front readahead-window bytes ahead of a sequential
  * reader, fetching what lies between without waiting for it. */
 void gw_readahead_push(struct gw *gw, struct gw_inode *ino,
@@ -94,6 +67,9 @@ void gw_readahead_push(struct gw *gw, struct gw_inode *ino,
 			return;
 	}
 	f = gw_fetch_gap(gw, ino, cr, from, to, bs);
-	if (f)
+	if (f) {
+		__atomic_add_fetch(&gw->readahead_bytes, f->len,
+				   __ATOMIC_RELAXED);
 		gw_fetch_put(ino, f);
+	}
 }
