@@ -1,7 +1,7 @@
 #!/bin/bash
 # Harness self-test: ganesha origins (two side by side) serve a fill_tree'd dir byte-exactly to libnfs (nfs-ls -R, nfs-cat); no gateway involved.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 trap harness_cleanup EXIT
 harness_require_root
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Each error through the mount (ENOENT, EEXIST, ENOTEMPTY, ENOTDIR, EISDIR, EINVAL, ENAMETOOLONG, ELOOP; EACCES/EPERM as uid 1000; EXDEV; EROFS on -o ro; ENOSPC from a full origin) equals the errno the same syscall gets on a local filesystem.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 harness_require_root
 harness_require_gateway
 PY=/usr/bin/python3

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Re-export (origin → gateway → second ganesha, VFS FSAL → libnfs clients): tree and bytes equal the origin's, nfs-cp writes reach the origin, old file/dir handles still work after re-exporter + gateway restart on the same cache_dir, deleted/replaced files give NFS3ERR_STALE.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 harness_require_root
 harness_require_gateway
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # 16 concurrent libnfs clients (nfs-cat loops) read a mixed set of files through a ganesha re-export of the gateway for CACHEGW_SOAK_SECONDS (20): no errors, exact bytes, gateway RSS flat.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 harness_require_root
 harness_require_gateway
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # cachegw-inspect warm and top, and the control socket serving clients side by side (stats answered while a cached waits on a stopped origin): --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; top --once shows a non-zero origin read rate while a reader runs.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 trap '[ -n "${ORIGIN_PID:-}" ] && kill -CONT "$ORIGIN_PID" 2>/dev/null; harness_cleanup' EXIT
 harness_require_root
 harness_require_gateway

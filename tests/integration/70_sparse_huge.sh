@@ -1,7 +1,7 @@
 #!/bin/bash
 # Huge sparse files through the mount (origin on tmpfs, which takes them): truncate to 1 PiB and 8 PiB, a read near the end (zeros), truncate to 0; and to 512 GiB (under the cache's 1 TiB object limit: cached) with data written near its end, read back, truncate to 0: each call returns within 60 s, the bytes are the origin's, and the gateway's peak RSS grows by less than 256 MiB (before: 37 s and +2 GiB for 1 PiB, the presence bitmap sized by the apparent size); afterwards an ordinary file still caches (a warm read takes no READ).
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 trap 'cleanup_tmpfs' EXIT
 harness_require_root
 harness_require_gateway

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Re-export handles cannot be guessed: through a ganesha re-export of the mount, a client holding the handle of one file and making the handle of another (that file's node-id, its own generation: what a client can guess, node-ids being sequential) gets NFS3ERR_STALE, not the other file's bytes; real handles of both read their own bytes, before and after a gateway + re-exporter restart on the same cache_dir (the key is kept); two files' generations differ.
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 harness_require_root
 harness_require_gateway
 

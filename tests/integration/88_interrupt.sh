@@ -1,7 +1,7 @@
 #!/bin/bash
 # A caller waiting on an origin that does not answer stays killable: with the origin stopped (SIGSTOP), `timeout 2` ends an open of a cached file (close-to-open GETATTR/ACCESS), a stat of a name never looked up (LOOKUP), a readlink, a stat after the attribute timeout and a df (FSSTAT) within seconds (the gateway answers the kernel's FUSE_INTERRUPT with EINTR), each caller gone, not in uninterruptible sleep; once the origin runs again the same calls succeed with the origin's bytes, and the gateway exits cleanly (the abandoned calls' answers dropped, no leak under ASan).
 set -uo pipefail
-. "$(dirname "$0")/../lib/origin.sh"
+. "$(dirname "$0")/../../harness/origin.sh"
 trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; harness_cleanup' EXIT
 harness_require_root
 harness_require_gateway

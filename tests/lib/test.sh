@@ -4,7 +4,7 @@
 #   set -uo pipefail
 #   . "$(dirname "$0")/../lib/test.sh" [inspect]
 #
-# sources the harness (origin.sh: origins, mounts, ports, temp dirs, the
+# sources the harness (harness/origin.sh: origins, mounts, ports, temp dirs, the
 # registry that cleans up), cleans up at exit (a test with a cleanup of its
 # own sets its own EXIT trap and calls harness_cleanup from it), skips
 # (exit 77) where the test cannot run (not root, no gateway binary; with
@@ -12,7 +12,7 @@
 #
 #   bad MESSAGE    prints "FAIL: MESSAGE" and makes the test fail: it ends
 #                  with `exit $fail`.
-. "$(dirname "${BASH_SOURCE[0]}")/origin.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../harness/origin.sh"
 trap harness_cleanup EXIT
 harness_require_root
 harness_require_gateway

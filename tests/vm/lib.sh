@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # tests/vm/lib.sh — the real kernel NFS server and client, for guest tests
-# (run inside tools/vm; sources tests/lib/origin.sh for the origin and the
+# (run inside tools/vm; sources harness/origin.sh for the origin and the
 # gateway). Every guest test:
 #
 #   . "$(dirname "$0")/lib.sh"
@@ -23,7 +23,7 @@
 #   vm_cleanup                       the EXIT trap: client mounts, exports,
 #                                    knfsd, then the harness's own cleanup
 
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/origin.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../harness/origin.sh"
 
 _VM_NFS_MOUNTS=()
 _VM_BINDS=()

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Review of issue 9 (Trust): a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close, and it is not one of the file's names (fstat: nlink 0 after a listing); a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is released at exit: no leak report, and its hidden name (it was unlinked while open) is gone from the origin.
+# Opens, stats and unlinks racing: a stat racing the last close of a file leaves no cache object open behind it (the gateway holds no object fds once every file is closed); the hidden name of a file unlinked while open cannot be unlinked or renamed over (EBUSY, as on the Linux NFS client), so the open descriptor keeps its data, and the name goes at the last close, and it is not one of the file's names (fstat: nlink 0 after a listing); a file whose RELEASE the kernel drops at unmount (the gateway had not read it yet) is released at exit: no leak report, and its hidden name (it was unlinked while open) is gone from the origin.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 PY=/usr/bin/python3

@@ -1,9 +1,11 @@
 # shellcheck shell=bash
-# tests/lib/origin.sh — test harness for cachegw: loopback NFS origins
+# harness/origin.sh — the loopback origin harness of cachegw, shared by its
+# tools (demo, bench, test; installed with cachegw-bench) and its tests
+# (through tests/lib/test.sh), neither reaching into the other: loopback NFS origins
 # (nfs-ganesha, VFS FSAL) on 127.0.0.1, gateway mounts, and cleanup of
 # everything started.  Source it, then install the cleanup trap:
 #
-#   . "$(dirname "$0")/../lib/origin.sh"
+#   . "$(dirname "$0")/../../harness/origin.sh"
 #   trap harness_cleanup EXIT
 #
 # Everything this file starts is registered and stopped by pid in
@@ -40,7 +42,7 @@ ORIGIN_MNT_PORT=${CACHEGW_ORIGIN_MNT_PORT:-20491}
 REEXPORT_NFS_PORT=${CACHEGW_REEXPORT_NFS_PORT:-20590}
 REEXPORT_MNT_PORT=${CACHEGW_REEXPORT_MNT_PORT:-20591}
 
-_HARNESS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+_HARNESS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${CACHEGW:=$_HARNESS_ROOT/build/gateway/cachegw}"
 export CACHEGW
 
