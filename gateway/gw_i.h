@@ -13,7 +13,8 @@
  * fetch.c: fetches (origin READs of whole blocks) from start to free.
  * fill.c:  the fill thread (completed fetches into the cache).
  * readahead.c: readahead (rawindow.c: the window's policy).
- * write.c: writes, the write window, COMMIT.
+ * write.c: a FUSE WRITE and the write window (write_i.h: write_send.c
+ *          sends WRITEs as whoever may, write_commit.c COMMITs).
  * bdi.c:   the mount as the kernel sees it (mountinfo, readahead, dirty
  *          limits).
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).

@@ -1,0 +1,221 @@
+/* write_commit.c - COMMIT: uncommitted extents in rounds, resending
+ * FILE_SYNC what a restart of the origin may have lost (a verifier that
+ * changed), and the flush that waits for all of it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "write_i.h"
+
+/* ---- committing ----
+ *
+ * Extents stay listed until a COMMIT that covers them has been answered
+ * (and what it showed lost has been written again), so that a flush never
+ * finds an empty list while their COMMIT is still out. Rounds of one inode
+ * run one at a time (ino->committing): a flush that comes during a round
+ * waits for it, then COMMITs what is still listed - including what that
+ * round failed on, so it sees the error too.
+ */
+
+/* Data the gateway keeps for resending after COMMITs failed; past this it
+ * is let go and the error reported instead of memory growing without
+ * bound. */
+#define GW_KEEP_FAILED (4 * GW_COMMIT_AFTER)
+
+/* The copy of a write kept until its COMMIT. Its bytes live in a recycled
+ * gw_buf (data, which it takes over): malloc'd, the extents of a 1 GiB
+ * write-back dd (up to GW_COMMIT_WAIT of them alive, freed in bulk at each
+ * COMMIT) grew and released whole malloc heaps, and the gateway spent a
+ * fifth of its cycles in page faults zeroing them again (perf). */
+struct gw_extent *wr_extent_new(char *data)
+{
+	struct gw_extent *e = malloc(sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->next = NULL;
+	e->data = data;
+	return e;
+}
+
+void wr_free_extents(struct gw_extent *e)
+{
+	while (e) {
+		struct gw_extent *next = e->next;
+
+		gw_buf_put(e->data);
+		free(e);
+		e = next;
+	}
+}
+
+/* Unlist first and everything older (the list is newest first). */
+static void cut_locked(struct gw_inode *ino, struct gw_extent *first)
+{
+	struct gw_extent **pp = &ino->uncommitted, *e;
+
+	GW_ASSERT_HELD(&ino->lock);
+	while (*pp && *pp != first)
+		pp = &(*pp)->next;
+	*pp = NULL;
+	for (e = first; e; e = e->next)
+		ino->uncommitted_bytes -= e->len;
+}
+
+static void round_begin(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	while (ino->committing)
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	ino->committing = true;
+	pthread_mutex_unlock(&ino->lock);
+}
+
+static void round_end(struct gw_inode *ino)
+{
+	pthread_mutex_lock(&ino->lock);
+	ino->committing = false;
+	pthread_cond_broadcast(&ino->fetch_cond);
+	pthread_mutex_unlock(&ino->lock);
+}
+
+static bool extent_lost(const struct gw_extent *e, const uint8_t verf[8])
+{
+	return e->mixed || memcmp(e->verf, verf, 8);
+}
+
+/* The COMMIT of first and what is older answered verf: write again, FILE_SYNC,
+ * what the origin lost. Oldest first, and every extent newer than the
+ * oldest lost one too, so that where they overlap the newest bytes land
+ * last; with no WRITE of this inode in flight meanwhile (a WRITE the origin
+ * answered before a resend of older bytes would be undone by it). */
+static int resend_lost(struct gw *gw, struct gw_inode *ino,
+		       struct gw_extent *first, const uint8_t verf[8])
+{
+	struct gw_extent *e, **v = NULL;
+	size_t n = 0, i, oldest = 0;
+	bool lost = false, ours = false;
+	int ret = 0;
+
+	for (e = first; e; e = e->next)
+		if (extent_lost(e, verf))
+			lost = true;
+	if (!lost)
+		return 0;
+	pthread_mutex_lock(&ino->lock);
+	ino->resending = true;
+	while (gw_inode_writing(ino))
+		pthread_cond_wait(&ino->fetch_cond, &ino->lock);
+	/* From here the list holds still: writers wait for resending. */
+	for (e = ino->uncommitted; e; e = e->next)
+		n++;
+	pthread_mutex_unlock(&ino->lock);
+	v = calloc(n, sizeof(*v));
+	if (!v) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* v[0] newest; v[n - 1] oldest. Extents newer than first are not
+	 * ours to judge; they are written again only to keep the order. */
+	for (i = 0, e = ino->uncommitted; e; e = e->next, i++) {
+		v[i] = e;
+		if (e == first)
+			ours = true;
+		if (ours && extent_lost(e, verf))
+			oldest = i;
+	}
+	for (i = oldest + 1; i-- > 0 && !ret;) {
+		struct wresult r;
+
+		__atomic_fetch_add(&gw->resends, 1, __ATOMIC_RELAXED);
+		gw_log("origin lost unstable writes (verifier changed): "
+		       "resending %zu bytes at %llu", v[i]->len,
+		       (unsigned long long)v[i]->off);
+		ret = wr_send_range_as(gw, ino, &v[i]->cred, v[i]->data,
+				    v[i]->len, v[i]->off, true, NULL, &r);
+	}
+	free(v);
+out:
+	pthread_mutex_lock(&ino->lock);
+	ino->resending = false;
+	pthread_cond_broadcast(&ino->fetch_cond);
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
+}
+
+/* COMMIT what the inode has uncommitted; resend what the origin lost.
+ * Returns only once every extent listed at the call is stable, or with the
+ * error that kept one from being so. */
+int wr_commit_inode(struct gw *gw, struct gw_inode *ino)
+{
+	struct gw_extent *first, *drop = NULL;
+	struct nfsc_post post;
+	uint8_t verf[8];
+	uint64_t gen;
+	int ret;
+
+	/* 1. Wait for the round in flight; own the next. */
+	round_begin(ino);
+	/* 2. This round covers the newest extent listed now and all older;
+	 *    writes answered from here on are pushed in front of it. */
+	pthread_mutex_lock(&ino->lock);
+	first = ino->uncommitted;
+	pthread_mutex_unlock(&ino->lock);
+	if (!first) {
+		round_end(ino);
+		return 0;
+	}
+	/* 3. COMMIT; write again what the origin lost. */
+	gen = gw_inode_attr_gen(ino);
+	ret = wr_commit_as(gw, ino, &first->cred, verf, &post);
+	if (!ret)
+		ret = resend_lost(gw, ino, first, verf);
+	/* 4. Stable: unlist. Failed: keep them for the next round, up to a
+	 *    bound. */
+	pthread_mutex_lock(&ino->lock);
+	if (!ret || ino->uncommitted_bytes > GW_KEEP_FAILED) {
+		cut_locked(ino, first);
+		drop = first;
+	}
+	/* Every writer open now hears of it (gw_write_flush), kept or not:
+	 * kept, the next round may fail again and is news again. */
+	if (ret)
+		wr_werr_record_locked(ino, ret);
+	pthread_mutex_unlock(&ino->lock);
+	if (ret && drop)
+		gw_log("COMMIT failed (%s) with more than %u MiB uncommitted: "
+		       "giving up resending it", strerror(-ret),
+		       GW_KEEP_FAILED >> 20);
+	wr_free_extents(drop);
+	if (!ret && post.has_attr)
+		gw_inode_set_attr_since(ino, &post.attr, gen);
+	round_end(ino);
+	return ret;
+}
+
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool commit)
+{
+	int ret = 0;
+
+	/* Writes are answered before the FUSE reply, so none that this
+	 * flush must cover is in flight; what remains is uncommitted. */
+	if (commit)
+		ret = wr_commit_inode(gw, ino);
+	if (!f)
+		return ret;
+	/* errseq, as the kernel's: a failure is reported once to each file
+	 * that was open for writing when it happened (a COMMIT failure of
+	 * this very flush too: it was recorded), never to a reader, which
+	 * would take it from the writer. */
+	ret = 0;
+	pthread_mutex_lock(&ino->lock);
+	if (f->writer && f->werr_seen != ino->werr_seq) {
+		ret = ino->write_err;
+		f->werr_seen = ino->werr_seq;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
+}
