@@ -172,6 +172,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("getattr_joined_total", "counter",
 		  "GETATTRs not sent to the origin: the stat took the answer of one already in flight for the same file.",
 		  __atomic_load_n(&gw->getattr_joined, __ATOMIC_RELAXED));
+		M("md_kept_listings_total", "counter",
+		  "Directories listed from what was kept before a restart instead of the origin.",
+		  __atomic_load_n(&gw->md_kept_listings, __ATOMIC_RELAXED));
 		M("md_kept_lookups_total", "counter",
 		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
 		  __atomic_load_n(&gw->md_kept_lookups, __ATOMIC_RELAXED));

@@ -550,6 +550,17 @@ void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
 /* dir/name was removed or renamed through the gateway. */
 void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name);
 uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME */
+/* A listing just read whole from the origin (version ver): keep it. */
+void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
+			const struct nfsc_attr *ver,
+			const struct nfsc_dirlist *l);
+/* dir's listing from what a start before kept, if usable (and of version
+ * ver when given): 0 and *out, or -ENOENT (ask the origin). */
+int gw_md_listing(struct gw *gw, struct gw_inode *dir,
+		  const struct nfsc_attr *ver, struct nfsc_dirlist *out);
+/* The version of dir's kept listing, if there is one. */
+bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
+			   struct nfsc_attr *ver);
 /* At start, after a stop that was not clean: keep only ACCESS answers. */
 void gw_md_unclean(struct gw *gw);
 /* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
@@ -674,6 +685,8 @@ struct gw {
 					 * (atomic) */
 	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
+					 * (atomic) */
+	uint64_t md_kept_listings;	/* opendirs listed from what was kept
 					 * (atomic) */
 	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
 					 * the answer of one in flight

@@ -36,6 +36,8 @@ struct gw_dirsnap {
 	bool loading;			/* snap_lock; waiters on snap_cond */
 	int err;			/* of the load */
 	struct nfsc_dirlist list;	/* read-only once loaded */
+	bool kept;			/* from what a start before kept, not
+					 * the origin (snap_kept) */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -157,6 +159,8 @@ again:
 		       "second '.' or '..' or are longer than %d bytes "
 		       "(first: '%s')", (unsigned long long)ino->nodeid,
 		       sn->list.skipped, NFSC_NAME_MAX, sn->list.skipped_first);
+	if (!ret)
+		gw_md_note_listing(gw, ino, ver, &sn->list);
 	pthread_mutex_lock(&snap_lock);
 	sn->loading = false;
 	sn->err = ret;
@@ -166,6 +170,33 @@ again:
 		snap_put(sn);
 		return ret;
 	}
+	*out = sn;
+	return 0;
+}
+
+/* A snapshot of ino's directory from what a start before kept
+ * (remember.c), of version ver if given: a private one (not shared: it
+ * is not the origin's answer of now). 0, or -ENOENT. */
+static int snap_kept(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		     struct gw_dirsnap **out)
+{
+	struct gw_dirsnap *sn = calloc(1, sizeof(*sn));
+
+	if (!sn)
+		return -ENOMEM;
+	if (gw_md_listing(gw, ino, ver, &sn->list)) {
+		free(sn);
+		return -ENOENT;
+	}
+	sn->nodeid = ino->nodeid;
+	sn->cr = *cr;
+	if (ver)
+		sn->ver = *ver;
+	else
+		gw_md_listing_version(gw, ino, &sn->ver);
+	sn->refs = 1;
+	sn->kept = true;
 	*out = sn;
 	return 0;
 }
@@ -197,13 +228,20 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* The directory's version now: an open shares a snapshot of this
-	 * version only, never an older one. */
-	ret = gw_get_attr(gw, req, ino, true, &ver);
-	if (ret >= 0) {
-		gw_req_cred(req, &cr);
-		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	gw_req_cred(req, &cr);
+	/* After a restart, with nocto: the listing kept before it, while
+	 * young enough (remember.c), without asking the origin at all. */
+	if (gw->o->nocto && snap_kept(gw, ino, &cr, NULL, &d->snap) == 0) {
+		ret = 0;
+		goto opened;
 	}
+	/* The directory's version now: an open shares a snapshot of this
+	 * version only, never an older one; one kept before a restart
+	 * serves if it is of this version. */
+	ret = gw_get_attr(gw, req, ino, true, &ver);
+	if (ret >= 0 && snap_kept(gw, ino, &cr, &ver, &d->snap) != 0)
+		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+opened:
 	if (ret < 0) {
 		free(d);
 		fuse_reply_err(req, -ret);
@@ -238,7 +276,6 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
-	struct gw_inode *dir = plus ? gw_inode_find(gw, nodeid) : NULL;
 	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
 	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
@@ -281,12 +318,18 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			break;
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
 			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
+			if (ino && d->snap->kept) {
+				/* The kernel gets kept attributes: an open
+				 * that finds another version tells it. */
+				pthread_mutex_lock(&ino->lock);
+				ino->entry_kept = true;
+				ino->kept_attr = de->attr;
+				pthread_mutex_unlock(&ino->lock);
+			}
 			if (ino) {
 				gw_inode_note_name(ino, nodeid, de->name,
 						   &de->attr);
-				if (dir)
-					gw_md_note_dent(gw, dir, de->name,
-							ino->nodeid);
+
 				gw_make_entry(gw, ino, &de->attr, &e);
 				refs[nrefs++] = ino->nodeid;
 			}

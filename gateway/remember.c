@@ -23,7 +23,13 @@
  * caller may search the directory (access.c, kept answers count), the
  * node-id is still in the node-id table and its attributes are known and
  * young enough; else it goes to the origin. A name not kept is asked:
- * negative answers are never given from here. A name removed or renamed
+ * negative answers are never given from here. A directory listed whole
+ * from the origin (READDIRPLUS) is kept so too (MD_LISTED: its version
+ * and how many names), and a restarted gateway opens it from what was
+ * kept while that is younger than the directory's attribute timeout, the
+ * names are all there (no name made or removed since) and every file's
+ * attributes are young enough; with close-to-open the directory's version
+ * is still asked (GETATTR) and must be the one listed. A name removed or renamed
  * through the gateway is forgotten at once (gw_md_unname); one made is
  * kept.
  *
@@ -44,6 +50,7 @@
  * except gw_md_attach (a new inode, not yet shared).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -53,6 +60,8 @@
 
 #define MD_ATTR 1
 #define MD_ACCESS 2
+#define MD_LISTED 3			/* a directory's whole listing is kept */
+#define MD_LIST_MAX 65536		/* larger listings are not kept */
 #define MD_NAME_MAX (NODES_MD_BLOB_MAX - 8)	/* longer names: not kept */
 
 struct md_attr {
@@ -72,7 +81,19 @@ struct md_access {
 	uint32_t ct_ns, mode, fuid, fgid;
 } __attribute__((packed));
 
+/* A directory listed whole: its version then, how many names (each kept
+ * as a NODES_MD_DENT record with its file's attributes), and the fileids
+ * of "." and "..". */
+struct md_listed {
+	uint64_t size;
+	int64_t mt_s, ct_s;
+	uint32_t mt_ns, ct_ns;
+	uint32_t n, pad;
+	uint64_t dot, dotdot;
+} __attribute__((packed));
+
 _Static_assert(sizeof(struct md_attr) <= NODES_MD_BLOB_MAX, "md_attr");
+_Static_assert(sizeof(struct md_listed) <= NODES_MD_BLOB_MAX, "md_listed");
 _Static_assert(sizeof(struct md_access) <= NODES_MD_BLOB_MAX, "md_access");
 
 uint64_t gw_md_now_ns(void)
@@ -403,4 +424,223 @@ void gw_md_unclean(struct gw *gw)
 		nodes_md_close(gw->md);
 		gw->md = NULL;
 	}
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names kept of dir that the listing l no longer has (removed at the
+ * origin) are forgotten, so that what is kept is the listing. */
+static void forget_unlisted(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_dirlist *l)
+{
+	size_t max = l->n + 256, got, i;
+	struct nodes_md_rec *d = malloc(max * sizeof(*d));
+	const char **names = malloc((l->n + 1) * sizeof(*names));
+
+	if (!d || !names)
+		goto out;
+	for (i = 0; i < l->n; i++)
+		names[i] = l->ents[i].name;
+	qsort(names, l->n, sizeof(*names), cmp_names);
+	got = nodes_md_get_dents(gw->md, dir->nodeid, d, max);
+	if (got > max)
+		got = max;	/* the rest: the count check refuses it */
+	for (i = 0; i < got; i++) {
+		char name[NODES_MD_BLOB_MAX];
+		const char *key = name;
+
+		if (d[i].len <= 8)
+			continue;
+		memcpy(name, d[i].blob + 8, d[i].len - 8);
+		name[d[i].len - 8] = 0;
+		if (!bsearch(&key, names, l->n, sizeof(*names), cmp_names))
+			gw_md_unname(gw, dir, name);
+	}
+out:
+	free(d);
+	free(names);
+}
+
+/* Are these attributes of id kept already, younger than half their
+ * timeout? (A listing read again need not write them again.) */
+static bool attr_kept_young(struct gw *gw, uint64_t id,
+			    const struct md_attr *ma,
+			    const struct nfsc_attr *a, uint64_t now)
+{
+	struct nodes_md_rec r;
+
+	return nodes_md_get_one(gw->md, id, MD_ATTR, 0, &r) == 0 &&
+	       r.len == sizeof(*ma) && !memcmp(r.blob, ma, sizeof(*ma)) &&
+	       now >= r.fetched_ns &&
+	       (double)(now - r.fetched_ns) / 1e9 < gw_attr_ttl(gw, a) / 2;
+}
+
+void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
+			const struct nfsc_attr *ver,
+			const struct nfsc_dirlist *l)
+{
+	uint64_t now = gw_md_now_ns(), dot = 0, dotdot = 0;
+	struct md_listed m;
+	uint32_t n = 0;
+
+	if (!gw->md || l->n > MD_LIST_MAX)
+		goto incomplete;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct nfsc_dirent *de = &l->ents[i];
+		struct md_attr ma;
+		uint64_t id;
+		int ret;
+
+		if (!strcmp(de->name, ".")) {
+			dot = de->fileid;
+			continue;
+		}
+		if (!strcmp(de->name, "..")) {
+			dotdot = de->fileid;
+			continue;
+		}
+		if (!de->has_fh || !de->has_attr ||
+		    strlen(de->name) > MD_NAME_MAX)
+			goto incomplete;
+		ret = nodes_add(gw->nodes, de->fh.data, de->fh.len,
+				dir->nodeid, &id, NULL);
+		if (ret < 0)
+			goto incomplete;
+		if (ret == 1)
+			gw_reclaim_note_add(gw);
+		gw_md_note_dent(gw, dir, de->name, id);
+		pack_attr(&de->attr, &ma);
+		if (!attr_kept_young(gw, id, &ma, &de->attr, now) &&
+		    nodes_md_put(gw->md, id, MD_ATTR, 0, now, &ma,
+				 sizeof(ma)))
+			goto incomplete;
+		n++;
+	}
+	forget_unlisted(gw, dir, l);
+	memset(&m, 0, sizeof(m));
+	m.size = ver->size;
+	m.mt_s = ver->mtime.tv_sec;
+	m.mt_ns = (uint32_t)ver->mtime.tv_nsec;
+	m.ct_s = ver->ctime.tv_sec;
+	m.ct_ns = (uint32_t)ver->ctime.tv_nsec;
+	m.n = n;
+	m.dot = dot;
+	m.dotdot = dotdot;
+	(void)nodes_md_put(gw->md, dir->nodeid, MD_LISTED, 0, now, &m,
+			   sizeof(m));
+	return;
+incomplete:
+	/* Not kept whole: no listing may come from what is kept of it. */
+	if (gw->md)
+		(void)nodes_md_put(gw->md, dir->nodeid, MD_LISTED, 0, now,
+				   NULL, 0);
+}
+
+static bool listed_is(const struct md_listed *m, const struct nfsc_attr *a)
+{
+	struct timespec mt = { m->mt_s, m->mt_ns }, ct = { m->ct_s, m->ct_ns };
+
+	return gw_version_eq(m->size, &mt, &ct, a->size, &a->mtime,
+			     &a->ctime);
+}
+
+int gw_md_listing(struct gw *gw, struct gw_inode *dir,
+		  const struct nfsc_attr *ver, struct nfsc_dirlist *out)
+{
+	uint64_t now = gw_md_now_ns();
+	struct nodes_md_rec r, *dents = NULL;
+	struct md_listed m;
+	double age;
+	size_t got, i;
+	int ret = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	if (!gw->md ||
+	    nodes_md_get_one(gw->md, dir->nodeid, MD_LISTED, 0, &r) ||
+	    r.len != sizeof(m) || r.fetched_ns >= gw->md_epoch)
+		return -ENOENT;
+	memcpy(&m, r.blob, sizeof(m));
+	age = age_of(r.fetched_ns, now);
+	if (age < 0 || age >= dir_ttl(gw, dir) || (ver && !listed_is(&m, ver)))
+		return -ENOENT;
+	dents = malloc((m.n + 1) * sizeof(*dents));
+	out->ents = calloc(m.n + 2, sizeof(*out->ents));
+	if (!dents || !out->ents)
+		goto fail;
+	got = nodes_md_get_dents(gw->md, dir->nodeid, dents, m.n + 1);
+	if (got > m.n + 1)
+		goto fail;
+	out->cap = m.n + 2;
+	out->ents[0].name = strdup(".");
+	out->ents[0].fileid = m.dot;
+	out->ents[1].name = strdup("..");
+	out->ents[1].fileid = m.dotdot;
+	out->n = 2;
+	if (!out->ents[0].name || !out->ents[1].name)
+		goto fail;
+	for (i = 0; i < got; i++) {
+		struct nfsc_dirent *de;
+		struct nodes_md_rec ar;
+		uint64_t child;
+		size_t hlen = sizeof(de->fh.data);
+		double aage;
+
+		if (dents[i].len <= 8)
+			continue;	/* a name forgotten since */
+		if (out->n == m.n + 2)
+			goto fail;	/* a name made since */
+		de = &out->ents[out->n];
+		memcpy(&child, dents[i].blob, 8);
+		if (nodes_get(gw->nodes, child, de->fh.data, &hlen, NULL,
+			      NULL) ||
+		    nodes_md_get_one(gw->md, child, MD_ATTR, 0, &ar) ||
+		    ar.fetched_ns >= gw->md_epoch ||
+		    !unpack_attr(&ar, &de->attr))
+			goto fail;
+		aage = age_of(ar.fetched_ns, now);
+		if (aage < 0 || aage >= gw_attr_ttl(gw, &de->attr))
+			goto fail;
+		de->fh.len = (uint32_t)hlen;
+		de->has_fh = de->has_attr = true;
+		de->fileid = de->attr.fileid;
+		de->name = strndup((const char *)dents[i].blob + 8,
+				   dents[i].len - 8);
+		if (!de->name)
+			goto fail;
+		out->n++;
+	}
+	if (out->n != m.n + 2)
+		goto fail;	/* a name forgotten since */
+	out->seen_dot = out->seen_dotdot = true;
+	ret = 0;
+	__atomic_add_fetch(&gw->md_kept_listings, 1, __ATOMIC_RELAXED);
+fail:
+	free(dents);
+	if (ret)
+		nfsc_dirlist_free(out);
+	return ret;
+}
+
+bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
+			   struct nfsc_attr *ver)
+{
+	struct nodes_md_rec r;
+	struct md_listed m;
+
+	if (!gw->md ||
+	    nodes_md_get_one(gw->md, dir->nodeid, MD_LISTED, 0, &r) ||
+	    r.len != sizeof(m))
+		return false;
+	memcpy(&m, r.blob, sizeof(m));
+	memset(ver, 0, sizeof(*ver));
+	ver->type = NFSC_DIR;
+	ver->size = m.size;
+	ver->mtime.tv_sec = m.mt_s;
+	ver->mtime.tv_nsec = m.mt_ns;
+	ver->ctime.tv_sec = m.ct_s;
+	ver->ctime.tv_nsec = m.ct_ns;
+	return true;
 }

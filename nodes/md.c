@@ -706,6 +706,27 @@ size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
 	return n;
 }
 
+size_t nodes_md_get_dents(struct nodes_md *m, uint64_t nodeid,
+			  struct nodes_md_rec *out, size_t max)
+{
+	size_t n = 0;
+	uint64_t s;
+
+	pthread_mutex_lock(&m->lock);
+	s = node_slot(m, nodeid);
+	for (uint32_t r1 = s == UINT64_MAX ? 0 :
+	     m->nodev[m->by_node.v[s] - 1].dent1; r1;
+	     r1 = m->recs[r1 - 1].next1) {
+		if (n == max) {
+			n = max + 1;	/* more than asked for */
+			break;
+		}
+		rec_out(&m->recs[r1 - 1], &out[n++]);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
 int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
 		     uint64_t key, struct nodes_md_rec *out)
 {

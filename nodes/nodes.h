@@ -197,6 +197,10 @@ int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
  * out; returns how many. */
 size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
 		    struct nodes_md_rec *out, size_t max);
+/* Copy nodeid's NODES_MD_DENT records into out (max at most); returns
+ * how many, or max + 1 if it has more. */
+size_t nodes_md_get_dents(struct nodes_md *m, uint64_t nodeid,
+			  struct nodes_md_rec *out, size_t max);
 /* The record (nodeid, kind, key) into *out: 0 or -ENOENT. */
 int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
 		     uint64_t key, struct nodes_md_rec *out);
