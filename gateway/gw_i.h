@@ -13,8 +13,8 @@
  * fetch.c: fetches (origin READs of whole blocks) from start to free.
  * fill.c:  the fill thread (completed fetches into the cache).
  * readahead.c: readahead (rawindow.c: the window's policy).
- * write.c: a FUSE WRITE and the write window (write_i.h: write_send.c
- *          sends WRITEs as whoever may, write_commit.c COMMITs).
+ * write.c: a FUSE WRITE (write_i.h: write_window.c the window,
+ *          write_send.c WRITEs as whoever may, write_commit.c COMMITs).
  * bdi.c:   the mount as the kernel sees it (mountinfo, readahead, dirty
  *          limits).
  * cobj.c:  an inode's cache object (key, coherency blob, own changes).
@@ -467,6 +467,12 @@ void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
  * this mount. Dropping the entry evicts the inode; the next lookup brings
  * the origin's size. NULL when there is nothing to drop. */
 char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir);
+
+/* ---- write_window.c: bytes of WRITE in flight ---- */
+/* Take n bytes of the window, waiting (never failing) until they fit;
+ * a request bigger than the window runs alone. Counted in win_*. */
+void gw_window_get(struct gw *gw, size_t n);
+void gw_window_put(struct gw *gw, size_t n);
 
 /* ---- write.c ---- */
 /* buf: a gw_buf holding the size bytes, which gw_write takes over (it is

@@ -34,43 +34,6 @@
 #include "lockcheck.h"
 #include "write_i.h"
 
-/* ---- the window ---- */
-
-/* Congestion blocks, as the Linux NFS client's does since it stopped
- * abandoning writeback rounds: the writer (a FUSE thread serving the
- * kernel's flusher, in writeback mode) sleeps until enough of what is in
- * flight has been answered. Nothing is failed or dropped for lack of room. */
-static void window_get(struct gw *gw, size_t n)
-{
-	uint64_t t0 = 0;
-
-	pthread_mutex_lock(&gw->win_lock);
-	/* A request bigger than the window runs alone rather than never. */
-	if (gw->win_used > 0 && gw->win_used + n > gw->o->write_window) {
-		gw->win_waits++;
-		t0 = gw_now_ns();
-	}
-	while (gw->win_used > 0 && gw->win_used + n > gw->o->write_window)
-		pthread_cond_wait(&gw->win_cond, &gw->win_lock);
-	if (t0)
-		gw->win_wait_ns += gw_now_ns() - t0;
-	gw->win_used += n;
-	if (gw->win_used > gw->win_used_max)
-		gw->win_used_max = gw->win_used;
-	if (++gw->win_writes > gw->win_writes_max)
-		gw->win_writes_max = gw->win_writes;
-	pthread_mutex_unlock(&gw->win_lock);
-}
-
-static void window_put(struct gw *gw, size_t n)
-{
-	pthread_mutex_lock(&gw->win_lock);
-	gw->win_used -= n;
-	gw->win_writes--;
-	pthread_cond_broadcast(&gw->win_cond);
-	pthread_mutex_unlock(&gw->win_lock);
-}
-
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, char *buf, size_t size, off_t off,
 	      bool writepage)
@@ -113,7 +76,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	/* Reads must not be served from a fetch older than this write. */
 	gw_inode_drop_fetch(ino);
 
-	window_get(gw, size);
+	gw_window_get(gw, size);
 	/* The kernel's own pages: as another writer if the origin refuses
 	 * this one. A write(2) is its caller's alone. */
 	if (writepage)
@@ -126,7 +89,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 				 &res);
 	memcpy(e->verf, res.verf, 8);
 	e->mixed = res.mixed;
-	window_put(gw, size);
+	gw_window_put(gw, size);
 	/* Fetches started before now may hold what this write replaced. */
 	pthread_mutex_lock(&ino->lock);
 	ino->wgen++;

@@ -1,7 +1,8 @@
 /* write_i.h - inside the write path (write.c, write_send.c,
  * write_commit.c): what the three share.
  *
- *   write.c         a FUSE WRITE: the window, the extents, the reply
+ *   write.c         a FUSE WRITE: the extents, the reply (the window:
+ *                   write_window.c)
  *   write_send.c    WRITEs to the origin: pieces in parallel, pre-op
  *                   checks, whose credentials, write-back errors
  *   write_commit.c  COMMIT: rounds, resending what a restart lost, flush
