@@ -479,6 +479,26 @@ latproxy_start() {
 
 SANITIZER_PATTERN='ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|WARNING: ThreadSanitizer|SUMMARY: UndefinedBehaviorSanitizer'
 
+# proxy_start PORT SCRIPT [ARGS...]: run python3 SCRIPT PORT ORIGIN_NFS_PORT
+# ARGS (an NFS proxy of tests/lib in front of the origin, its log in
+# $HARNESS_TMP/proxy.log), registered for cleanup; wait until PORT listens.
+# Sets PROXY_URL (the origin through it, the origin's mount port) and
+# PROXY_PID. 1 if it does not listen within 10 s.
+proxy_start() {
+	local port=$1 script=$2 i
+	shift 2
+	python3 "$script" "$port" "$ORIGIN_NFS_PORT" "$@" \
+		>"$HARNESS_TMP/proxy.log" 2>&1 </dev/null &
+	PROXY_PID=$!
+	harness_register_pid "$PROXY_PID"
+	for ((i = 0; i < 100; i++)); do
+		_port_listening "$port" && break
+		sleep 0.1
+	done
+	PROXY_URL="nfs://127.0.0.1/origin?nfsport=$port&mountport=$ORIGIN_MNT_PORT"
+	_port_listening "$port"
+}
+
 sanitizer_check() {
 	if grep -Eq "$SANITIZER_PATTERN" "$1" 2>/dev/null; then
 		hlog "sanitizer report in $1:"

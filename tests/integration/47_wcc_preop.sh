@@ -14,14 +14,8 @@ if _port_listening "$pport"; then
 	echo "port $pport in use" >&2
 	exit 1
 fi
-python3 "$(dirname "$0")/../lib/wccproxy.py" "$pport" "$ORIGIN_NFS_PORT" \
-	>"$HARNESS_TMP/proxy.log" 2>&1 </dev/null &
-harness_register_pid $!
-for ((i = 0; i < 100; i++)); do
-	_port_listening "$pport" && break
-	sleep 0.1
-done
-url="nfs://127.0.0.1/origin?nfsport=$pport&mountport=$ORIGIN_MNT_PORT"
+proxy_start "$pport" "$(dirname "$0")/../lib/wccproxy.py" || { echo "FAIL: the proxy did not listen" >&2; exit 1; }
+url=$PROXY_URL
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
