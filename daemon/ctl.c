@@ -184,6 +184,29 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("nodes_room_refusals_total", "counter",
 		  "Creates refused with ENOSPC before reaching the origin: the node-id table had no room.",
 		  rc.refusals);
+		if (gw->nfs) {
+			struct nfsc_origin_stat os;
+
+			nfsc_origin_stat(gw->nfs, &os);
+			M("origin_lost", "gauge",
+			  "1 while the origin is lost (offline=: no answer for that long), else 0.",
+			  (uint64_t)os.lost);
+			M("origin_lost_total", "counter",
+			  "Times the origin was lost (a start without it counts).",
+			  os.lost_total);
+			M("origin_back_total", "counter",
+			  "Times the origin answered again after it was lost.",
+			  os.back_total);
+			M("origin_refused_total", "counter",
+			  "Origin calls failed at once (EHOSTDOWN) while it was lost.",
+			  os.refused);
+			M("origin_probes_total", "counter",
+			  "GETATTRs of the root sent because the origin had been quiet for a second (offline=).",
+			  os.probes);
+		}
+		M("offline_answers_total", "counter",
+		  "Answers (attributes, names, listings, ACCESS, STATFS) given from what the gateway holds while the origin was lost.",
+		  __atomic_load_n(&gw->offline_answers, __ATOMIC_RELAXED));
 	}
 #undef M
 	return n;

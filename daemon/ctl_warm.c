@@ -6,9 +6,11 @@
  *                     the mount: "file SIZE CACHED_BYTES COMPLETE(0|1)"
  *   drain             wait until every fill queued so far is on disk, so
  *                     that a following `cached` sees the blocks just read
- * Errors are one line "error: ...". `cached` resolves the path at the
- * origin with LOOKUPs as the asking user, and never makes or changes a
- * cache object: a dry run leaves the cache as it was.
+ * Errors are one line "error: ...". `cached` resolves the path through
+ * the names the gateway knows, else at the origin with LOOKUPs as the
+ * asking user, and never makes or changes a cache object: a dry run
+ * leaves the cache as it was. The control socket serves GW_CTL_THREADS
+ * clients at once: the tool asks about that many files in parallel.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +28,45 @@ void gw_ctl_mountpoint(struct gw *gw, FILE *out)
 {
 	fprintf(out, "%s\n", gw->o->mountpoint_real ? gw->o->mountpoint_real :
 			     gw->o->mountpoint);
+}
+
+/* rel through the names the gateway knows (md.log: LOOKUP and
+ * READDIRPLUS replies, such as those of the tool's own walk through the
+ * mount just before), then one GETATTR as the asking user: the handle and
+ * attributes of what it names, with one origin call instead of one per
+ * component. -ENOENT if a name is not known (then walk() asks), -ESTALE
+ * if the origin no longer has the file. */
+static int walk_kept(struct gw *gw, const struct nfsc_cred *cr,
+		     const char *rel, struct nfsc_fh *fh, struct nfsc_attr *a)
+{
+	char *copy = strdup(rel), *name, *save = NULL;
+	uint64_t id = FUSE_ROOT_ID;
+	size_t hlen;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (name = strtok_r(copy, "/", &save); name && !ret;
+	     name = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, ".."))
+			ret = -EINVAL;
+		else
+			ret = gw_md_dent_any(gw, id, name, &id);
+	}
+	free(copy);
+	if (ret)
+		return ret;
+	if (id == FUSE_ROOT_ID) {
+		*fh = *nfsc_root(gw->nfs);
+	} else {
+		hlen = sizeof(fh->data);
+		if (nodes_get(gw->nodes, id, fh->data, &hlen, NULL, NULL))
+			return -ENOENT;
+		fh->len = (uint32_t)hlen;
+	}
+	return nfsc_getattr(gw->nfs, cr, fh, a);
 }
 
 /* LOOKUP rel (components split by '/') from the export's root: the
@@ -72,7 +113,9 @@ void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
 	bool complete;
 	int ret;
 
-	ret = walk(gw, cr, rel, &fh, &a);
+	ret = walk_kept(gw, cr, rel, &fh, &a);
+	if (ret == -ENOENT || ret == -ESTALE)
+		ret = walk(gw, cr, rel, &fh, &a);
 	if (ret) {
 		fprintf(out, "error: %s: %s\n", rel, strerror(-ret));
 		return;

@@ -9,6 +9,7 @@
  * ctl.c:      the control socket (cachegw-inspect) and the counters.
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
+ * origin_root.c: the export's root handle kept for offline starts.
  */
 #ifndef CACHEGW_DAEMON_H
 #define CACHEGW_DAEMON_H
@@ -34,6 +35,16 @@ int gw_drain_serving(void);		/* on the loop's thread, before it */
  * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
 void gw_drain_stop(int status);		/* the exit path is done */
+
+
+/* ---- origin_root.c ---- */
+/* The root handle kept in cache_dir, and where from ("SERVER:EXPORT");
+ * -ENOENT if none is kept, -EINVAL if the file is damaged. */
+int gw_origin_root_load(const char *cache_dir, char *where, size_t wlen,
+			struct nfsc_fh *fh);
+/* Keep it (if it is not what is kept already). */
+int gw_origin_root_save(const char *cache_dir, const char *server,
+			const char *export, const struct nfsc_fh *fh);
 
 
 /* ---- ctl.c ---- */

@@ -136,14 +136,44 @@ static int open_origin(struct gw *gw)
 		.timeo = gw->o->timeo,
 		.retrans = gw->o->retrans,
 		.soft = gw->o->soft,
+		.offline = gw->o->offline,
 	};
-	char err[512];
+	char err[512], where[1024];
+	struct nfsc_fh root;
+	struct nfsc_origin_stat os;
 	int ret;
 
+	/* With offline=, a start while the origin cannot be reached uses
+	 * the root handle kept from the last mount of the same export. */
+	if (gw->o->offline) {
+		ret = gw_origin_root_load(gw->o->cache_dir, where,
+					  sizeof(where), &root);
+		if (ret == 0) {
+			no.known_root = &root;
+			no.known_where = where;
+		} else if (ret != -ENOENT)
+			gw_log("origin-root in the cache directory is damaged: "
+			       "a start without the origin is not possible "
+			       "until the next mount rewrites it");
+	}
 	ret = nfsc_open(gw->o->source, &no, &gw->nfs, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "cachegw: %s\n", err);
-	return ret;
+	if (ret) {
+		fprintf(stderr, "cachegw: %s%s\n", err,
+			gw->o->offline && !no.known_root ?
+			" (offline=: no root handle of this export is kept in "
+			"the cache, so the gateway cannot start without the "
+			"origin)" : "");
+		return ret;
+	}
+	nfsc_origin_stat(gw->nfs, &os);
+	if (!os.started_lost &&
+	    (ret = gw_origin_root_save(gw->o->cache_dir, nfsc_server(gw->nfs),
+				       nfsc_export(gw->nfs),
+				       nfsc_root(gw->nfs))) < 0)
+		gw_log("cannot keep the export's root handle in the cache "
+		       "directory (%s): offline= starts without the origin "
+		       "will not be possible", strerror(-ret));
+	return 0;
 }
 
 static int open_cache(struct gw *gw)
@@ -216,6 +246,7 @@ static int run(struct gw_opts *o)
 		.win_cond = PTHREAD_COND_INITIALIZER,
 		.fill_lock = PTHREAD_MUTEX_INITIALIZER,
 		.fill_cond = PTHREAD_COND_INITIALIZER,
+		.fs_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	struct fuse_loop_config *cfg = NULL;
 	int notify_fd = -1;

@@ -44,6 +44,7 @@ static const struct fuse_opt gw_optspec[] = {
 	OPT("reclaim_after=%lu", reclaim_after),
 	OPT("logfile=%s", logfile),
 	OPT("drain_timeout=%u", drain_timeout),
+	OPT("offline=%u", offline),
 	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
 	FUSE_OPT_KEY("cache_size=", KEY_SIZE),
 	FUSE_OPT_KEY("cache_block=", KEY_BLOCK),
@@ -142,6 +143,9 @@ void gw_usage(const char *prog)
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
 "                       commits [30]\n"
+"  offline=S            origin silent S seconds: serve what the cache holds,\n"
+"                       fail what it does not (EHOSTDOWN); start without\n"
+"                       the origin from a warm cache [0: off]\n"
 "  metrics=[ADDR:]PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 "                       [off; ADDR 127.0.0.1 unless given: 0.0.0.0, [::]]\n",
 	       prog);
@@ -421,6 +425,12 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	if (o->drain_timeout < 1 || o->drain_timeout > 86400) {
 		fprintf(stderr, "cachegw: invalid option 'drain_timeout=%u': "
 			"expected 1 to 86400 seconds\n", o->drain_timeout);
+		return -1;
+	}
+	if (o->offline > 86400) {
+		fprintf(stderr, "cachegw: invalid option 'offline=%u': "
+			"expected 1 to 86400 seconds, or 0 (off)\n",
+			o->offline);
 		return -1;
 	}
 	if (o->dirty_max && !o->writeback) {

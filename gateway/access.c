@@ -139,6 +139,46 @@ static void remember(struct gw *gw, struct gw_inode *ino,
 	gw_md_note_access(gw, ino->nodeid, &kept);	/* across a restart */
 }
 
+/* The origin is lost (offline.c): this run's answer for the credential,
+ * else the one kept in md.log, at any age, if the file's last known
+ * attributes still show the file it was given for; none: -EHOSTDOWN for
+ * a file (the origin's rules, root squash and ACLs, are not guessed). */
+static int offline_answer(struct gw *gw, struct gw_inode *ino,
+			  const struct nfsc_cred *cr, uint32_t want)
+{
+	uint64_t groups = groups_hash(cr);
+	struct gw_access kept;
+	struct nfsc_attr a;
+	int ret = -EHOSTDOWN;
+	unsigned i;
+
+	if (gw_offline_attr(gw, ino, &a))
+		return -EHOSTDOWN;
+	pthread_mutex_lock(&ino->lock);
+	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
+		struct gw_access *s = &ino->access[i];
+
+		if (!s->valid || !s->stamped || !stamp_holds(s, &a) ||
+		    s->uid != cr->uid || s->gid != cr->gid ||
+		    s->groups != groups || (s->asked & want) != want)
+			continue;
+		ret = (s->granted & want) == want ? 0 : -EACCES;
+		break;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	if (ret == -EHOSTDOWN &&
+	    gw_md_access_any(gw, ino->nodeid, cr->uid, cr->gid, groups,
+			     &kept) &&
+	    stamp_holds(&kept, &a) && (kept.asked & want) == want)
+		ret = (kept.granted & want) == want ? 0 : -EACCES;
+	/* A directory: searched or listed as the kernel allowed by its
+	 * mode bits (default_permissions), as online, where LOOKUP and
+	 * READDIRPLUS are not preceded by an ACCESS of ours either. */
+	if (ret == -EHOSTDOWN && a.type == NFSC_DIR)
+		ret = 0;
+	return ret;
+}
+
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh)
@@ -162,6 +202,8 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	/* Ask for everything at once so the next check is a hit. */
 	all = mask_to_nfs(R_OK | W_OK | X_OK, dir);
 	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted, &post);
+	if (ret == -EHOSTDOWN)
+		return offline_answer(gw, ino, cr, want);
 	if (ret)
 		return ret;
 	remember(gw, ino, cr, all, granted, &post);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "condwait.h"
 #include "gw_i.h"
 #include "read_i.h"
 
@@ -168,6 +169,25 @@ void gw_fetch_put(struct gw_inode *ino, struct gw_fetch *f)
  * answered since f was started: its bytes (or its end of file) may predate
  * that write, and a short read would even make the kernel zero-fill pages
  * and shrink its size. Such a fetch is taken off the list. */
+int gw_fetch_wait_done(struct gw *gw, struct gw_inode *ino,
+		       struct gw_fetch *f)
+{
+	int ret = 0;
+
+	if (!gw->o->offline)
+		return 0;
+	pthread_mutex_lock(&ino->lock);
+	while (!f->done) {
+		if (gw_offline(gw)) {
+			ret = -EHOSTDOWN;
+			break;
+		}
+		cond_wait_ms(&ino->fetch_cond, &ino->lock, 250);
+	}
+	pthread_mutex_unlock(&ino->lock);
+	return ret;
+}
+
 bool gw_fetch_wait_fresh(struct gw_inode *ino, struct gw_fetch *f,
 			 bool accept_stale)
 {

@@ -116,6 +116,8 @@ struct gw_opts {
 	char *logfile;
 	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
 					 * then commits at exit */
+	unsigned offline;		/* seconds without an answer before
+					 * the origin is lost; 0: never */
 	/* metrics=: where the HTTP endpoint listens (metrics_len 0: off) */
 	struct sockaddr_storage metrics_addr;
 	socklen_t metrics_len;
@@ -563,7 +565,8 @@ void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
 /* dir's listing from what a start before kept, if usable (and of version
  * ver when given): 0 and *out, or -ENOENT (ask the origin). */
 int gw_md_listing(struct gw *gw, struct gw_inode *dir,
-		  const struct nfsc_attr *ver, struct nfsc_dirlist *out);
+		  const struct nfsc_attr *ver, bool offline,
+		  struct nfsc_dirlist *out);
 /* The version of dir's kept listing, if there is one. */
 bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
 			   struct nfsc_attr *ver);
@@ -571,9 +574,35 @@ bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
 void gw_md_unclean(struct gw *gw);
 /* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
  * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,
- * or not usable: ask the origin). */
+ * or not usable: ask the origin). offline: the origin is lost; what was
+ * kept at any age and in this run serves (offline.c). gw_md_listing too. */
 int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		 const char *name, struct fuse_entry_param *e);
+		 const char *name, bool offline, struct fuse_entry_param *e);
+/* The node-id name in dir was last known to have, at any age: 0, or
+ * -ENOENT. */
+int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
+		   uint64_t *child);
+/* Kept attributes of nodeid at any age: 0, or -ENOENT. */
+int gw_md_attr_any(struct gw *gw, uint64_t nodeid, struct nfsc_attr *a);
+/* Is dir's listing kept whole (so a name not kept is not there)? */
+bool gw_md_listed_whole(struct gw *gw, struct gw_inode *dir);
+/* The kept ACCESS answer of nodeid for this credential, at any age. */
+bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
+		      uint32_t gid, uint64_t groups, struct gw_access *out);
+
+/* ---- offline.c: answers while the origin is lost (offline=) ---- */
+/* The origin is lost: calls that only read from it fail with -EHOSTDOWN
+ * (nfsclient's origin.c), and these answer from what the gateway holds. */
+bool gw_offline(struct gw *gw);
+/* ino's attributes as last known (any age): 0, or -EHOSTDOWN. */
+int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a);
+/* LOOKUP from kept names: 0 and *e, -ENOENT (dir's kept listing has no
+ * such name), -EACCES, or -EHOSTDOWN (not held). */
+int gw_offline_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
+		      const char *name, struct fuse_entry_param *e);
+/* STATFS: the last answer kept (gw_offline_note_fsstat), or -EHOSTDOWN. */
+void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs);
+int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs);
 
 /* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
@@ -662,7 +691,7 @@ void gw_hist_print(const struct gw_hist *h, const char *name,
 /* ---- the gateway ---- */
 /* Control-socket threads: each takes the next client, so a slow command
  * (`cached` waiting on the origin, `drain`) does not hold up `stats`. */
-#define GW_CTL_THREADS 4
+#define GW_CTL_THREADS 16
 
 struct gw {
 	struct gw_opts *o;		/* set at start */
@@ -694,6 +723,11 @@ struct gw {
 					 * (atomic) */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept
 					 * (atomic) */
+	uint64_t offline_answers;	/* answers from what is held while the
+					 * origin is lost (atomic) */
+	pthread_mutex_t fs_lock;	/* offline.c: the last FSSTAT */
+	bool fs_known;			/* fs_lock */
+	struct nfsc_fsstat fs_last;	/* fs_lock */
 	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
 					 * the answer of one in flight
 					 * (atomic) */

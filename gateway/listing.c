@@ -175,17 +175,18 @@ again:
 }
 
 /* A snapshot of ino's directory from what a start before kept
- * (remember.c), of version ver if given: a private one (not shared: it
- * is not the origin's answer of now). 0, or -ENOENT. */
+ * (remember.c), of version ver if given, or (offline: the origin is
+ * lost) what is kept at all: a private one (not shared: it is not the
+ * origin's answer of now). 0, or -ENOENT. */
 static int snap_kept(struct gw *gw, struct gw_inode *ino,
 		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
-		     struct gw_dirsnap **out)
+		     bool offline, struct gw_dirsnap **out)
 {
 	struct gw_dirsnap *sn = calloc(1, sizeof(*sn));
 
 	if (!sn)
 		return -ENOMEM;
-	if (gw_md_listing(gw, ino, ver, &sn->list)) {
+	if (gw_md_listing(gw, ino, ver, offline, &sn->list)) {
 		free(sn);
 		return -ENOENT;
 	}
@@ -231,7 +232,8 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	gw_req_cred(req, &cr);
 	/* After a restart, with nocto: the listing kept before it, while
 	 * young enough (remember.c), without asking the origin at all. */
-	if (gw->o->nocto && snap_kept(gw, ino, &cr, NULL, &d->snap) == 0) {
+	if (gw->o->nocto &&
+	    snap_kept(gw, ino, &cr, NULL, false, &d->snap) == 0) {
 		ret = 0;
 		goto opened;
 	}
@@ -239,8 +241,12 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	 * version only, never an older one; one kept before a restart
 	 * serves if it is of this version. */
 	ret = gw_get_attr(gw, req, ino, true, &ver);
-	if (ret >= 0 && snap_kept(gw, ino, &cr, &ver, &d->snap) != 0)
+	if (ret >= 0 && snap_kept(gw, ino, &cr, &ver, false, &d->snap) != 0)
 		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	/* The origin is lost: the listing as last kept (offline.c). */
+	if (ret == -EHOSTDOWN &&
+	    snap_kept(gw, ino, &cr, NULL, true, &d->snap) == 0)
+		ret = 0;
 opened:
 	if (ret < 0) {
 		free(d);

@@ -168,15 +168,19 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	bool has_attr = false;
 	int ret;
 
-	ret = gw_md_lookup(gw, req, parent, name, e);
+	ret = gw_md_lookup(gw, req, parent, name, false, e);
 	if (ret != -ENOENT)
 		return ret;
 	gw_req_cred(req, &cr);
 	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
+	if (ret == -EHOSTDOWN)
+		return gw_offline_lookup(gw, req, parent, name, e);
 	if (ret)
 		return ret;
 	if (!has_attr) {
 		ret = nfsc_getattr(gw->nfs, &cr, &fh, &a);
+		if (ret == -EHOSTDOWN)
+			return gw_offline_lookup(gw, req, parent, name, e);
 		if (ret)
 			return ret;
 	}
@@ -216,6 +220,8 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	if (ret == -ESTALE)
 		gw_inode_gone(gw, ino);	/* deleted at the origin */
+	if (ret == -EHOSTDOWN)
+		return gw_offline_attr(gw, ino, a);	/* as last known */
 	if (ret)
 		return ret;
 	/* A WRITE answered while the GETATTR was out is newer than it. */
@@ -435,6 +441,10 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
 	(void)nodeid;
 	gw_req_cred(req, &cr);
 	ret = nfsc_fsstat(gw->nfs, &cr, nfsc_root(gw->nfs), &fs);
+	if (!ret)
+		gw_offline_note_fsstat(gw, &fs);
+	else if (ret == -EHOSTDOWN)
+		ret = gw_offline_fsstat(gw, &fs);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;

@@ -100,6 +100,11 @@ static bool fetch_reply(fuse_req_t req, struct gw_inode *ino,
 	char *buf = NULL;
 	int err;
 
+	if (gw_fetch_wait_done(req_gw(req), ino, f)) {
+		gw_fetch_put(ino, f);	/* the origin is lost */
+		fuse_reply_err(req, EHOSTDOWN);
+		return true;
+	}
 	if (!gw_fetch_wait_fresh(ino, f, accept_stale)) {
 		gw_fetch_put(ino, f);
 		return false;
@@ -264,6 +269,11 @@ static void read_req(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		}
 		if (!buf)
 			buf = malloc(size);
+		if (gw_fetch_wait_done(gw, ino, f)) {
+			gw_fetch_put(ino, f);	/* the origin is lost */
+			got = -EHOSTDOWN;
+			break;
+		}
 		if (!gw_fetch_wait_fresh(ino, f, false)) {
 			gw_fetch_put(ino, f);
 			stale++;

@@ -281,7 +281,9 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 	double age;
 
 	GW_ASSERT_NOT_HELD(&ino->lock);
-	if (!gw->md || ino->nodeid == FUSE_ROOT_ID)
+	/* The root's too: only offline.c uses them (the root inode is made
+	 * before md.log is open, and gw_md_attach never runs for it). */
+	if (!gw->md)
 		return;
 	pthread_mutex_lock(&ino->lock);
 	valid = ino->attr_valid;
@@ -365,7 +367,7 @@ void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name)
 }
 
 int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		 const char *name, struct fuse_entry_param *e)
+		 const char *name, bool offline, struct fuse_entry_param *e)
 {
 	size_t len = strlen(name);
 	struct nodes_md_rec r;
@@ -382,7 +384,8 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	    r.len != 8 + len || memcmp(r.blob + 8, name, len))
 		return -ENOENT;
 	age = age_of(r.fetched_ns, gw_md_now_ns());
-	if (age < 0 || age >= dir_ttl(gw, dir) || r.fetched_ns >= gw->md_epoch)
+	if (!offline && (age < 0 || age >= dir_ttl(gw, dir) ||
+			 r.fetched_ns >= gw->md_epoch))
 		return -ENOENT;
 	memcpy(&child, r.blob, 8);
 	/* The origin would refuse a LOOKUP in a directory the caller may
@@ -390,11 +393,12 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	gw_req_cred(req, &cr);
 	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
 	if (ret)
-		return ret == -EACCES ? -EACCES : -ENOENT;
+		return ret == -EACCES || ret == -EHOSTDOWN ? ret : -ENOENT;
 	ino = gw_inode_resolve(gw, child);
 	if (!ino)
 		return -ENOENT;	/* given back: asked again */
-	if (gw_inode_cached_attr(gw, ino, &a)) {
+	if (offline ? gw_offline_attr(gw, ino, &a) :
+		      gw_inode_cached_attr(gw, ino, &a)) {
 		gw_inode_forget(gw, child, 1);
 		return -ENOENT;
 	}
@@ -405,8 +409,73 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	ino->kept_attr = a;
 	pthread_mutex_unlock(&ino->lock);
 	gw_make_entry(gw, ino, &a, e);
-	__atomic_add_fetch(&gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(offline ? &gw->offline_answers :
+			   &gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
+		   uint64_t *child)
+{
+	size_t len = strlen(name);
+	struct nodes_md_rec r;
+
+	if (!gw->md || len > MD_NAME_MAX ||
+	    nodes_md_get_one(gw->md, dir, NODES_MD_DENT, name_key(name, len),
+			     &r) ||
+	    r.len != 8 + len || memcmp(r.blob + 8, name, len))
+		return -ENOENT;
+	memcpy(child, r.blob, 8);
+	return 0;
+}
+
+int gw_md_attr_any(struct gw *gw, uint64_t nodeid, struct nfsc_attr *a)
+{
+	struct nodes_md_rec r;
+
+	if (!gw->md || nodes_md_get_one(gw->md, nodeid, MD_ATTR, 0, &r) ||
+	    !unpack_attr(&r, a))
+		return -ENOENT;
+	return 0;
+}
+
+bool gw_md_listed_whole(struct gw *gw, struct gw_inode *dir)
+{
+	struct nodes_md_rec r;
+
+	return gw->md &&
+	       nodes_md_get_one(gw->md, dir->nodeid, MD_LISTED, 0, &r) == 0 &&
+	       r.len == sizeof(struct md_listed);
+}
+
+bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
+		      uint32_t gid, uint64_t groups, struct gw_access *out)
+{
+	struct nodes_md_rec r;
+	struct md_access m;
+
+	if (!gw->md ||
+	    nodes_md_get_one(gw->md, nodeid, MD_ACCESS,
+			     access_key(uid, gid, groups), &r) ||
+	    r.len != sizeof(m))
+		return false;
+	memcpy(&m, r.blob, sizeof(m));
+	if (m.uid != uid || m.gid != gid || m.groups != groups ||
+	    m.ct_ns >= 1000000000u)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->valid = out->stamped = true;
+	out->uid = uid;
+	out->gid = gid;
+	out->groups = groups;
+	out->asked = m.asked;
+	out->granted = m.granted;
+	out->ctime.tv_sec = m.ct_s;
+	out->ctime.tv_nsec = m.ct_ns;
+	out->mode = m.mode;
+	out->fuid = m.fuid;
+	out->fgid = m.fgid;
+	return true;
 }
 
 void gw_md_unclean(struct gw *gw)
@@ -548,7 +617,8 @@ static bool listed_is(const struct md_listed *m, const struct nfsc_attr *a)
 }
 
 int gw_md_listing(struct gw *gw, struct gw_inode *dir,
-		  const struct nfsc_attr *ver, struct nfsc_dirlist *out)
+		  const struct nfsc_attr *ver, bool offline,
+		  struct nfsc_dirlist *out)
 {
 	uint64_t now = gw_md_now_ns();
 	struct nodes_md_rec r, *dents = NULL;
@@ -560,12 +630,16 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 	memset(out, 0, sizeof(*out));
 	if (!gw->md ||
 	    nodes_md_get_one(gw->md, dir->nodeid, MD_LISTED, 0, &r) ||
-	    r.len != sizeof(m) || r.fetched_ns >= gw->md_epoch)
+	    r.len != sizeof(m) || (!offline && r.fetched_ns >= gw->md_epoch))
 		return -ENOENT;
 	memcpy(&m, r.blob, sizeof(m));
 	age = age_of(r.fetched_ns, now);
-	if (age < 0 || age >= dir_ttl(gw, dir) || (ver && !listed_is(&m, ver)))
+	if (!offline && (age < 0 || age >= dir_ttl(gw, dir) ||
+			 (ver && !listed_is(&m, ver))))
 		return -ENOENT;
+	/* Offline, names made through the gateway since count too. */
+	if (offline)
+		m.n += 256;
 	dents = malloc((m.n + 1) * sizeof(*dents));
 	out->ents = calloc(m.n + 2, sizeof(*out->ents));
 	if (!dents || !out->ents)
@@ -597,11 +671,12 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 		if (nodes_get(gw->nodes, child, de->fh.data, &hlen, NULL,
 			      NULL) ||
 		    nodes_md_get_one(gw->md, child, MD_ATTR, 0, &ar) ||
-		    ar.fetched_ns >= gw->md_epoch ||
+		    (!offline && ar.fetched_ns >= gw->md_epoch) ||
 		    !unpack_attr(&ar, &de->attr))
 			goto fail;
 		aage = age_of(ar.fetched_ns, now);
-		if (aage < 0 || aage >= gw_attr_ttl(gw, &de->attr))
+		if (!offline && (aage < 0 ||
+				 aage >= gw_attr_ttl(gw, &de->attr)))
 			goto fail;
 		de->fh.len = (uint32_t)hlen;
 		de->has_fh = de->has_attr = true;
@@ -612,11 +687,12 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 			goto fail;
 		out->n++;
 	}
-	if (out->n != m.n + 2)
+	if (!offline && out->n != m.n + 2)
 		goto fail;	/* a name forgotten since */
 	out->seen_dot = out->seen_dotdot = true;
 	ret = 0;
-	__atomic_add_fetch(&gw->md_kept_listings, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(offline ? &gw->offline_answers :
+			   &gw->md_kept_listings, 1, __ATOMIC_RELAXED);
 fail:
 	free(dents);
 	if (ret)

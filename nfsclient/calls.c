@@ -51,9 +51,9 @@ int nfsc_status_to_errno(int st)
 /* The transport-level outcome of a call, before its NFS status. */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data)
 {
-	(void)r;
 	switch (rpc_status) {
 	case RPC_STATUS_SUCCESS:
+		nfsc_origin_answered(r->n);
 		return data ? 0 : -EIO;
 	case RPC_STATUS_CANCEL:
 		return -ECANCELED;
@@ -174,16 +174,24 @@ static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	return rpc_nfs3_getattr_async(rpc, getattr_done, &a, r);
 }
 
-int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
-		       const struct nfsc_fh *fh, struct nfsc_attr *attr,
-		       nfsc_cb cb, void *priv)
+int nfsc_getattr_submit(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			const struct nfsc_fh *fh, struct nfsc_attr *attr,
+			nfsc_cb cb, void *priv, bool idem)
 {
 	struct nfsc_req *r = nfsc_req_new(n, cr, fh, getattr_issue, cb, priv);
 
 	if (!r)
 		return -ENOMEM;
 	r->u.getattr.attr = attr;
-	return nfsc_submit_or_free(n, conn, r);
+	return idem ? nfsc_submit_idem(n, conn, r) :
+		      nfsc_submit_or_free(n, conn, r);
+}
+
+int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		       const struct nfsc_fh *fh, struct nfsc_attr *attr,
+		       nfsc_cb cb, void *priv)
+{
+	return nfsc_getattr_submit(n, conn, cr, fh, attr, cb, priv, true);
 }
 
 /* ---- LOOKUP ---- */
@@ -236,7 +244,7 @@ int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.lookup.has_attr = has_attr;
 	if (has_attr)
 		*has_attr = false;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 /* ---- ACCESS ---- */
@@ -284,7 +292,7 @@ int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->post = post;
 	if (post)
 		post->has_attr = post->has_pre = false;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 /* ---- READ ---- */
@@ -351,7 +359,7 @@ int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	*eof = false;
 	if (has_attr)
 		*has_attr = false;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 /* ---- READDIRPLUS ---- */
@@ -475,7 +483,7 @@ int nfsc_readdirplus_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	r->u.rdp.list = list;
 	r->u.rdp.eof = eof;
 	*eof = false;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 void nfsc_dirlist_free(struct nfsc_dirlist *l)
@@ -535,7 +543,7 @@ int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		return -ENOMEM;
 	r->u.readlink.buf = buf;
 	r->u.readlink.size = size;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 /* ---- FSSTAT / FSINFO ---- */
@@ -582,7 +590,7 @@ int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	if (!r)
 		return -ENOMEM;
 	r->u.fsstat.st = st;
-	return nfsc_submit_or_free(n, conn, r);
+	return nfsc_submit_idem(n, conn, r);
 }
 
 static void fsinfo_done(struct rpc_context *rpc, int status, void *data,

@@ -70,6 +70,17 @@ struct nfsc_opts {
 	unsigned retrans;		/* retries before a soft call fails; 0 = 3 */
 	bool soft;			/* fail with -ETIMEDOUT instead of retrying
 					 * forever (hard, the default) */
+	unsigned offline;		/* seconds without an answer after which
+					 * the origin is lost (origin.c); 0:
+					 * never */
+	const struct nfsc_fh *known_root; /* with offline: the export's root
+					 * handle as last known, and where */
+	const char *known_where;	/* from ("SERVER:EXPORT"); if the
+					 * origin cannot be reached and the
+					 * URL names that export, nfsc_open
+					 * succeeds lost and each connection
+					 * is made by its thread when the
+					 * origin answers */
 };
 
 struct nfsc_fsinfo {
@@ -204,6 +215,27 @@ unsigned nfsc_nconnect(const struct nfsc *n);
 uint64_t nfsc_read_bytes(const struct nfsc *n);
 /* Bytes the origin accepted in WRITE replies since nfsc_open(). */
 uint64_t nfsc_write_bytes(const struct nfsc *n);
+
+/* The origin lost and back (origin.c), with opts.offline: the origin is
+ * lost once it has not answered any call for opts.offline seconds (a
+ * probe, GETATTR of the root as root, goes out each second the origin is
+ * quiet, so an idle gateway notices too); it is back at its next answer.
+ * While it is lost the idempotent calls (GETATTR, LOOKUP, ACCESS,
+ * READLINK, FSSTAT, READ, READDIRPLUS) fail at once with -EHOSTDOWN and
+ * synchronous waits for them end with -EHOSTDOWN (the call goes on, its
+ * answer dropped); every other call is queued as always (a hard mount
+ * waits, a soft one times out). One line on stderr at each change. */
+struct nfsc_origin_stat {
+	bool lost;
+	bool started_lost;		/* nfsc_open could not reach it */
+	uint64_t lost_total;		/* times lost */
+	uint64_t back_total;		/* times back */
+	uint64_t refused;		/* calls failed with -EHOSTDOWN */
+	uint64_t probes;		/* probes sent */
+	double quiet_s;			/* since the last answer */
+};
+bool nfsc_origin_lost(const struct nfsc *n);
+void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out);
 
 /* Interrupts: a thread that serves a request arms its token (any pointer
  * that stays unique while the request lives, e.g. the fuse_req_t) before

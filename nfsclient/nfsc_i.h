@@ -120,7 +120,16 @@ struct nfsc_inject {
 	uint32_t auth_err_uid;		/* be built (as if libnfs failed) */
 };
 
+#define NFSC_PROBES 8	/* origin probes in flight at most */
+
+struct nfsc_probe {		/* origin.c: one probe's slot */
+	struct nfsc *n;
+	unsigned slot;
+	struct nfsc_attr attr;	/* the answer, dropped */
+};
+
 struct nfsc {
+	char *url;
 	char *server;
 	char *export;
 	struct nfsc_fh root;
@@ -133,9 +142,40 @@ struct nfsc {
 	atomic_uint_fast64_t write_bytes;/* WRITE payload bytes accepted */
 	struct nfsc_proc_stat procs[NFSC_NPROC];	/* by procedure; atomic */
 	struct nfsc_inject inject;
+	/* origin.c: the origin lost and back. */
+	bool started_lost;		/* set before nfsc_start */
+	uint64_t last_answer_ns;	/* atomic; any RPC reply */
+	int lost;			/* atomic */
+	uint64_t lost_since_ns;		/* watcher thread only */
+	uint64_t lost_total, back_total, refused, probes; /* atomic */
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
+	bool watch_stop;		/* watch_lock */
+	bool watch_started;
+	pthread_t watch;
+	unsigned probe_busy;		/* slots in flight; watch_lock */
+	struct nfsc_probe probe[NFSC_PROBES];
 };
 
+/* origin.c */
+void nfsc_origin_init(struct nfsc *n);
+void nfsc_origin_start_lost(struct nfsc *n);	/* before nfsc_start */
+int nfsc_origin_start(struct nfsc *n);		/* the watcher thread */
+void nfsc_origin_stop(struct nfsc *n);
+void nfsc_origin_free(struct nfsc *n);
+/* An RPC reply came (any status): the origin answers. */
+void nfsc_origin_answered(struct nfsc *n);
+/* Queue r, or fail it at once with -EHOSTDOWN while the origin is lost
+ * (idempotent calls only); frees r when it is not queued. */
+int nfsc_submit_idem(struct nfsc *n, int conn, struct nfsc_req *r);
+
 /* pool.c */
+uint64_t nfsc_now_ns(void);
+/* calls.c: GETATTR; refused while the origin is lost unless !idem
+ * (origin.c's probes). */
+int nfsc_getattr_submit(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			const struct nfsc_fh *fh, struct nfsc_attr *attr,
+			nfsc_cb cb, void *priv, bool idem);
 int nfsc_submit(struct nfsc *n, int conn, struct nfsc_req *r);
 /* Finish r: on -ETIMEDOUT, a hard mount resubmits it; otherwise the
  * caller's callback runs and r is freed. */

@@ -44,34 +44,30 @@ static int classify_mount_error(const char *msg)
 	return -EHOSTUNREACH;
 }
 
-static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
-		     const char *url, char *err, size_t errlen)
+/* A fresh libnfs context for c with the URL's arguments (nfsport=, ...). */
+static int conn_context(struct nfsc *n, struct nfsc_conn *c, char *err,
+			size_t errlen)
 {
 	struct nfs_url *u;
-	int ret;
 
-	c->n = n;
-	c->idx = idx;
-	c->efd = -1;
-	pthread_mutex_init(&c->lock, NULL);
 	c->nfs = nfs_init_context();
 	if (!c->nfs) {
 		seterr(err, errlen, "out of memory creating an NFS context");
 		return -ENOMEM;
 	}
-	u = nfs_parse_url_dir(c->nfs, url);
+	u = nfs_parse_url_dir(c->nfs, n->url);
 	if (!u) {
-		seterr(err, errlen, "invalid URL '%s': %s", url,
+		seterr(err, errlen, "invalid URL '%s': %s", n->url,
 		       nfs_get_error(c->nfs));
 		return -EINVAL;
 	}
 	if (!u->server || !*u->server || !u->path || !*u->path) {
 		seterr(err, errlen, "invalid URL '%s': expected "
-		       "nfs://SERVER/EXPORT[?nfsport=N&mountport=N]", url);
+		       "nfs://SERVER/EXPORT[?nfsport=N&mountport=N]", n->url);
 		nfs_destroy_url(u);
 		return -EINVAL;
 	}
-	if (idx == 0) {
+	if (!n->server) {
 		n->server = strdup(u->server);
 		n->export = strdup(u->path);
 		if (!n->server || !n->export) {
@@ -79,37 +75,63 @@ static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
 			return -ENOMEM;
 		}
 	}
+	nfs_destroy_url(u);
 	nfs_set_version(c->nfs, NFS_V3);
-	nfs_set_timeout(c->nfs, NFSC_MOUNT_TIMEOUT_MS);
 	nfs_set_autoreconnect(c->nfs, -1);
-	ret = nfs_mount(c->nfs, u->server, u->path);
+	return 0;
+}
+
+/* Mount the export on c's context, waiting at most timeout_ms. */
+static int conn_mount(struct nfsc *n, struct nfsc_conn *c, int timeout_ms,
+		      char *err, size_t errlen)
+{
+	int ret;
+
+	nfs_set_timeout(c->nfs, timeout_ms);
+	ret = nfs_mount(c->nfs, n->server, n->export);
 	if (ret != 0) {
 		const char *msg = nfs_get_error(c->nfs);
 
 		ret = classify_mount_error(msg ? msg : "");
 		if (ret == -ENOENT)
 			seterr(err, errlen, "cannot mount export '%s' from %s: %s",
-			       u->path, u->server, msg);
+			       n->export, n->server, msg);
 		else
 			seterr(err, errlen, "cannot connect to NFS server %s "
-			       "(unreachable?): %s", u->server, msg);
-		nfs_destroy_url(u);
+			       "(unreachable?): %s", n->server, msg);
 		return ret;
 	}
-	nfs_destroy_url(u);
 	/* From now on calls time out after timeo; hard mounts resend. */
 	nfs_set_timeout(c->nfs, (int)n->opts.timeo * 100);
 	c->rpc = nfs_get_rpc_context(c->nfs);
+	return 0;
+}
+
+static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
+		     bool mount, char *err, size_t errlen)
+{
+	int ret;
+
+	c->n = n;
+	c->idx = idx;
+	c->efd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	ret = conn_context(n, c, err, errlen);
+	if (ret)
+		return ret;
 	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->efd < 0) {
 		ret = -errno;
 		seterr(err, errlen, "eventfd: %s", strerror(errno));
 		return ret;
 	}
-	return 0;
+	if (!mount)
+		return 0;
+	return conn_mount(n, c, NFSC_MOUNT_TIMEOUT_MS, err, errlen);
 }
 
-static int read_root_fh(struct nfsc *n, char *err, size_t errlen)
+static int read_root_fh(struct nfsc *n, struct nfsc_fh *root, char *err,
+			size_t errlen)
 {
 	struct nfs_context *nfs = n->conns[0].nfs;
 	struct nfsfh *fh;
@@ -129,17 +151,60 @@ static int read_root_fh(struct nfsc *n, char *err, size_t errlen)
 		       "unexpected size", n->export);
 		return -EPROTO;
 	}
-	n->root.len = (uint32_t)lfh->len;
-	memcpy(n->root.data, lfh->val, n->root.len);
+	root->len = (uint32_t)lfh->len;
+	memcpy(root->data, lfh->val, root->len);
 	nfs_close(nfs, fh);
 	return 0;
+}
+
+/* rsize and wsize from FSINFO as nfs_mount() read it on c (rtmax/wtmax are
+ * the server's limits), or the defaults without it; capped by the options. */
+static void set_io_sizes(struct nfsc *n, struct nfsc_conn *c)
+{
+	uint64_t rmax = c ? nfs_get_readmax(c->nfs) : 1u << 20;
+	uint64_t wmax = c ? nfs_get_writemax(c->nfs) : 1u << 20;
+	uint32_t rs = (uint32_t)(rmax ? rmax : 65536);
+	uint32_t ws = (uint32_t)(wmax ? wmax : 65536);
+
+	/* An rtmax of 1 would turn one fetch into millions of READs: sizes
+	 * below the floor are raised to it (a server that then answers
+	 * short is read in more rounds, as any short READ is). */
+	if (rs < NFSC_IO_MIN || ws < NFSC_IO_MIN) {
+		fprintf(stderr, "cachegw: origin's FSINFO rtmax %u, wtmax %u: "
+			"raised to at least %u\n", rs, ws, NFSC_IO_MIN);
+		if (rs < NFSC_IO_MIN)
+			rs = NFSC_IO_MIN;
+		if (ws < NFSC_IO_MIN)
+			ws = NFSC_IO_MIN;
+	}
+	if (n->opts.rsize && n->opts.rsize < rs)
+		rs = n->opts.rsize;
+	if (n->opts.wsize && n->opts.wsize < ws)
+		ws = n->opts.wsize;
+	__atomic_store_n(&n->rsize, rs, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->wsize, ws, __ATOMIC_RELAXED);
+}
+
+/* The origin cannot be reached now: with offline= and a root handle kept
+ * for this export, start without it (each connection is made by its
+ * thread once the origin answers). */
+static bool may_start_lost(struct nfsc *n, const struct nfsc_opts *opts,
+			   int ret)
+{
+	char where[NFSC_NAME_MAX * 2 + 8];
+
+	if (!opts->offline || !opts->known_root || !opts->known_where ||
+	    (ret != -ECONNREFUSED && ret != -EHOSTUNREACH &&
+	     ret != -ETIMEDOUT) || !n->server)
+		return false;
+	snprintf(where, sizeof(where), "%s:%s", n->server, n->export);
+	return strcmp(where, opts->known_where) == 0;
 }
 
 int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	      char *err, size_t errlen)
 {
 	struct nfsc *n;
-	uint64_t rmax, wmax;
 	unsigned i;
 	int ret;
 
@@ -152,6 +217,14 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	if (!n)
 		return -ENOMEM;
 	n->opts = *opts;
+	nfsc_origin_init(n);
+	n->opts.known_root = NULL;	/* the caller's memory */
+	n->opts.known_where = NULL;
+	n->url = strdup(url);
+	if (!n->url) {
+		nfsc_close(n);
+		return -ENOMEM;
+	}
 	nfsc_inject_from_env(n);
 	if (!n->opts.nconnect)
 		n->opts.nconnect = 4;
@@ -168,34 +241,30 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 		goto out_free;
 	}
 	for (i = 0; i < n->nconn; i++) {
-		ret = conn_init(n, &n->conns[i], i, url, err, errlen);
+		ret = conn_init(n, &n->conns[i], i, !n->started_lost, err,
+				errlen);
+		if (ret && i == 0 && may_start_lost(n, opts, ret)) {
+			/* The rest are made unmounted too. */
+			fprintf(stderr, "cachegw: %s: starting without the "
+				"origin (offline=%u), from what the cache "
+				"holds\n", err, n->opts.offline);
+			n->started_lost = true;
+			n->conns[0].rpc = NULL;
+			ret = 0;
+		}
 		if (ret)
 			goto out_free;
 	}
-	ret = read_root_fh(n, err, errlen);
-	if (ret)
-		goto out_free;
-	/* nfs_mount() read FSINFO: its rtmax/wtmax are the server's limits. */
-	rmax = nfs_get_readmax(n->conns[0].nfs);
-	wmax = nfs_get_writemax(n->conns[0].nfs);
-	n->rsize = (uint32_t)(rmax ? rmax : 65536);
-	n->wsize = (uint32_t)(wmax ? wmax : 65536);
-	/* An rtmax of 1 would turn one fetch into millions of READs: sizes
-	 * below the floor are raised to it (a server that then answers
-	 * short is read in more rounds, as any short READ is). */
-	if (n->rsize < NFSC_IO_MIN || n->wsize < NFSC_IO_MIN) {
-		fprintf(stderr, "cachegw: origin's FSINFO rtmax %u, wtmax %u: "
-			"raised to at least %u\n", n->rsize, n->wsize,
-			NFSC_IO_MIN);
-		if (n->rsize < NFSC_IO_MIN)
-			n->rsize = NFSC_IO_MIN;
-		if (n->wsize < NFSC_IO_MIN)
-			n->wsize = NFSC_IO_MIN;
+	if (n->started_lost) {
+		n->root = *opts->known_root;
+		set_io_sizes(n, NULL);
+		nfsc_origin_start_lost(n);
+	} else {
+		ret = read_root_fh(n, &n->root, err, errlen);
+		if (ret)
+			goto out_free;
+		set_io_sizes(n, &n->conns[0]);
 	}
-	if (n->opts.rsize && n->opts.rsize < n->rsize)
-		n->rsize = n->opts.rsize;
-	if (n->opts.wsize && n->opts.wsize < n->wsize)
-		n->wsize = n->opts.wsize;
 	*out = n;
 	return 0;
 
@@ -236,7 +305,7 @@ static int conn_set_auth(struct nfsc_conn *c, const struct nfsc_cred *cr)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+uint64_t nfsc_now_ns(void)
 {
 	struct timespec ts;
 
@@ -266,7 +335,7 @@ static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 		}
 		ret = conn_set_auth(c, &r->cred);
 		if (!r->sent_ns)
-			r->sent_ns = now_ns();
+			r->sent_ns = nfsc_now_ns();
 		if (ret)
 			nfsc_complete(r, ret);
 		else if (r->issue(c->rpc, r) != 0)
@@ -274,11 +343,64 @@ static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 	}
 }
 
+/* Started without the origin: mount c when the origin answers, every
+ * 2 s until then. Calls queued meanwhile wait (the idempotent ones were
+ * refused at once: the origin is lost); a stop cancels them. Returns
+ * false if the gateway stops first. */
+static bool conn_mount_later(struct nfsc_conn *c)
+{
+	struct nfsc *n = c->n;
+	char err[256];
+	bool stop;
+
+	for (;;) {
+		struct pollfd p = { .fd = c->efd, .events = POLLIN };
+		uint64_t v;
+
+		pthread_mutex_lock(&c->lock);
+		stop = c->stopping;
+		pthread_mutex_unlock(&c->lock);
+		if (stop) {
+			conn_issue_queued(c, &stop);	/* cancels them */
+			return false;
+		}
+		/* A context whose mount failed is made afresh. */
+		if (c->nfs)
+			nfs_destroy_context(c->nfs);
+		c->nfs = NULL;
+		if (conn_context(n, c, err, sizeof(err)) == 0 &&
+		    conn_mount(n, c, 5000, err, sizeof(err)) == 0)
+			break;
+		/* Woken early by a queued call or a stop: look again. */
+		if (poll(&p, 1, 2000) > 0 &&
+		    read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return false;
+	}
+	if (c->idx == 0) {
+		struct nfsc_fh root;
+
+		set_io_sizes(n, c);
+		if (read_root_fh(n, &root, err, sizeof(err)) == 0 &&
+		    (root.len != n->root.len ||
+		     memcmp(root.data, n->root.data, root.len)))
+			fprintf(stderr, "cachegw: the export's root file "
+				"handle is not the one kept in the cache "
+				"(the export was remade?): calls on it will "
+				"fail as stale; restart the gateway\n");
+	}
+	fprintf(stderr, "cachegw: connection %u to %s made\n", c->idx,
+		n->server);
+	conn_issue_queued(c, &stop);	/* what waited, now */
+	return !stop;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct nfsc_conn *c = arg;
 	bool stop = false;
 
+	if (!c->rpc && !conn_mount_later(c))
+		return NULL;
 	while (!stop) {
 		struct pollfd p[2] = {
 			{ .fd = rpc_get_fd(c->rpc),
@@ -313,7 +435,7 @@ int nfsc_start(struct nfsc *n)
 			return -ret;
 		n->conns[i].started = true;
 	}
-	return 0;
+	return nfsc_origin_start(n);
 }
 
 void nfsc_close(struct nfsc *n)
@@ -322,6 +444,7 @@ void nfsc_close(struct nfsc *n)
 
 	if (!n)
 		return;
+	nfsc_origin_stop(n);	/* no probe is sent after this */
 	for (i = 0; n->conns && i < n->nconn; i++) {
 		struct nfsc_conn *c = &n->conns[i];
 		uint64_t one = 1;
@@ -342,7 +465,9 @@ void nfsc_close(struct nfsc *n)
 			close(c->efd);
 		pthread_mutex_destroy(&c->lock);
 	}
+	nfsc_origin_free(n);
 	free(n->conns);
+	free(n->url);
 	free(n->server);
 	free(n->export);
 	free(n->inject.release_path);
@@ -413,7 +538,7 @@ static void count_call(struct nfsc_req *r, int status)
 		__atomic_fetch_add(&s->timeouts, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	now = now_ns();
+	now = nfsc_now_ns();
 	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
 	if (status)
 		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
@@ -451,8 +576,15 @@ void nfsc_req_free(struct nfsc_req *r)
 const struct nfsc_fh *nfsc_root(const struct nfsc *n) { return &n->root; }
 const char *nfsc_server(const struct nfsc *n) { return n->server; }
 const char *nfsc_export(const struct nfsc *n) { return n->export; }
-uint32_t nfsc_rsize(const struct nfsc *n) { return n->rsize; }
-uint32_t nfsc_wsize(const struct nfsc *n) { return n->wsize; }
+uint32_t nfsc_rsize(const struct nfsc *n)
+{
+	return __atomic_load_n(&n->rsize, __ATOMIC_RELAXED);
+}
+
+uint32_t nfsc_wsize(const struct nfsc *n)
+{
+	return __atomic_load_n(&n->wsize, __ATOMIC_RELAXED);
+}
 unsigned nfsc_nconnect(const struct nfsc *n) { return n->nconn; }
 uint64_t nfsc_read_bytes(const struct nfsc *n)
 {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "condwait.h"
 #include "nfsc_i.h"
 
 /* ---- interrupts ---- */
@@ -217,8 +218,9 @@ static bool intr_fired(const struct nfsc_intr *i)
 
 /* Wait for the call the submit returned (0: queued) or for an interrupt
  * of the thread's armed request. On 0 the answer is in w->out (copy it
- * out, then iwait_end). -EINTR: the call goes on without its caller. */
-static int iwait_wait(struct iwait *w, int submit_ret)
+ * out, then iwait_end). -EINTR: the call goes on without its caller; so
+ * does -EHOSTDOWN, when the origin is lost meanwhile (origin.c). */
+static int iwait_wait(struct nfsc *n, struct iwait *w, int submit_ret)
 {
 	struct nfsc_intr *i = thread_intr;
 	int ret;
@@ -231,9 +233,20 @@ static int iwait_wait(struct iwait *w, int submit_ret)
 		pthread_mutex_unlock(&i->lock);
 	}
 	pthread_mutex_lock(&w->lock);
-	while (!w->done && !intr_fired(i))
-		pthread_cond_wait(&w->cond, &w->lock);
-	ret = w->done ? w->status : -EINTR;
+	ret = -EINTR;
+	while (!w->done && !intr_fired(i)) {
+		if (!n->opts.offline) {
+			pthread_cond_wait(&w->cond, &w->lock);
+			continue;
+		}
+		cond_wait_ms(&w->cond, &w->lock, 250);
+		if (!w->done && nfsc_origin_lost(n)) {
+			ret = -EHOSTDOWN;
+			break;
+		}
+	}
+	if (w->done)
+		ret = w->status;
 	pthread_mutex_unlock(&w->lock);
 	if (i) {
 		pthread_mutex_lock(&i->lock);
@@ -258,7 +271,7 @@ int nfsc_getattr(struct nfsc *n, const struct nfsc_cred *cr,
 
 	if (!w)
 		return -ENOMEM;
-	ret = iwait_wait(w, nfsc_getattr_async(n, -1, cr, fh, &w->out.attr,
+	ret = iwait_wait(n, w, nfsc_getattr_async(n, -1, cr, fh, &w->out.attr,
 					       iwait_done, w));
 	if (!ret)
 		*attr = w->out.attr;
@@ -275,7 +288,7 @@ int nfsc_lookup(struct nfsc *n, const struct nfsc_cred *cr,
 
 	if (!w)
 		return -ENOMEM;
-	ret = iwait_wait(w, nfsc_lookup_async(n, -1, cr, dir, name,
+	ret = iwait_wait(n, w, nfsc_lookup_async(n, -1, cr, dir, name,
 					      &w->out.lookup.fh,
 					      &w->out.lookup.attr,
 					      &w->out.lookup.has_attr,
@@ -302,7 +315,7 @@ int nfsc_access(struct nfsc *n, const struct nfsc_cred *cr,
 	w = iwait_new(0);
 	if (!w)
 		return -ENOMEM;
-	ret = iwait_wait(w, nfsc_access_async(n, -1, cr, fh, mask,
+	ret = iwait_wait(n, w, nfsc_access_async(n, -1, cr, fh, mask,
 					      &w->out.access.granted,
 					      &w->out.access.post,
 					      iwait_done, w));
@@ -323,7 +336,7 @@ int nfsc_readlink(struct nfsc *n, const struct nfsc_cred *cr,
 
 	if (!w)
 		return -ENOMEM;
-	ret = iwait_wait(w, nfsc_readlink_async(n, -1, cr, fh, w->buf, size,
+	ret = iwait_wait(n, w, nfsc_readlink_async(n, -1, cr, fh, w->buf, size,
 						iwait_done, w));
 	if (!ret)
 		memcpy(buf, w->buf, size);
@@ -339,7 +352,7 @@ int nfsc_fsstat(struct nfsc *n, const struct nfsc_cred *cr,
 
 	if (!w)
 		return -ENOMEM;
-	ret = iwait_wait(w, nfsc_fsstat_async(n, -1, cr, fh, &w->out.fsstat,
+	ret = iwait_wait(n, w, nfsc_fsstat_async(n, -1, cr, fh, &w->out.fsstat,
 					      iwait_done, w));
 	if (!ret)
 		*st = w->out.fsstat;
@@ -405,13 +418,14 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 	struct read_chunk stack[8], *ch = stack;
 	size_t nch, i, total = 0;
 	struct nfsc_waiter w;
+	uint32_t rs = nfsc_rsize(n);
 	int ret;
 
 	if (has_attr)
 		*has_attr = false;
 	if (!len)
 		return 0;
-	nch = (len + n->rsize - 1) / n->rsize;
+	nch = (len + rs - 1) / rs;
 	if (nch > NFSC_PREAD_MAX_CHUNKS)
 		return -EINVAL;
 	if (nch > sizeof(stack) / sizeof(stack[0])) {
@@ -421,12 +435,12 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 	}
 	nfsc_waiter_init(&w);
 	for (i = 0; i < nch; i++) {
-		ch[i].off = off + i * n->rsize;
-		ch[i].len = (uint32_t)(len - i * n->rsize < n->rsize ?
-				       len - i * n->rsize : n->rsize);
+		ch[i].off = off + i * rs;
+		ch[i].len = (uint32_t)(len - i * rs < rs ?
+				       len - i * rs : rs);
 		nfsc_waiter_add(&w);
 		waiter_queued(&w, nfsc_read_async(n, -1, cr, fh, ch[i].off,
-				ch[i].len, (char *)buf + i * n->rsize,
+				ch[i].len, (char *)buf + i * rs,
 				&ch[i].got, &ch[i].eof, &ch[i].attr,
 				&ch[i].has_attr, nfsc_waiter_done, &w));
 	}
@@ -446,8 +460,8 @@ ssize_t nfsc_pread(struct nfsc *n, const struct nfsc_cred *cr,
 		if (ch[i].eof)
 			break;
 		/* Short without EOF: ask again for the rest of the chunk. */
-		while (total < (size_t)(i * n->rsize + ch[i].len)) {
-			uint32_t want = (uint32_t)(i * n->rsize + ch[i].len -
+		while (total < (size_t)(i * rs + ch[i].len)) {
+			uint32_t want = (uint32_t)(i * rs + ch[i].len -
 						   total);
 			struct read_chunk c = { 0 };
 

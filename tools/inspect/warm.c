@@ -4,7 +4,9 @@
  * 1. Ask the gateway (control socket) where its mount is; every PATH must
  *    resolve (realpath) to it or below it.
  * 2. Walk the PATHs (no symlinks followed, not across mounts) for regular
- *    files, and ask the gateway for each what its cache holds (`cached`).
+ *    files, 16 directories at a time, and ask the gateway for each what
+ *    its cache holds (`cached`), 16 at a time: on a far origin the round
+ *    trips of the walk and of the questions overlap.
  * 3. --dry-run: list what is missing. Else N threads read every file that
  *    is not complete, through the mount, start to end; a progress line on
  *    a terminal, one line per file otherwise. Run as root over a tree
@@ -20,7 +22,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -36,6 +38,9 @@
 
 #define WARM_READ_SIZE (1u << 20)
 #define WARM_JOBS_MAX 64
+/* Directories listed and files asked about at once: the gateway serves
+ * 16 control clients at a time. */
+#define WARM_META_JOBS 16
 
 struct wfile {
 	char *path;		/* absolute, under the mount */
@@ -67,7 +72,6 @@ struct warm {
 	size_t readers_left;
 };
 
-static struct warm *walk_w;	/* nftw has no argument pointer */
 
 static double now_s(void)
 {
@@ -119,18 +123,176 @@ static int add_file(struct warm *w, const char *path)
 	return 0;
 }
 
-static int walk_cb(const char *path, const struct stat *st, int type,
-		   struct FTW *ftw)
+/* ---- 2. the walk: directories listed by WARM_META_JOBS threads ----
+ * Each thread takes a directory from the queue, opens it relative to
+ * nothing it did not check (O_DIRECTORY | O_NOFOLLOW, on the mount's
+ * filesystem only), lists it (the kernel's READDIRPLUS: the entries'
+ * types come with it) and queues its subdirectories: a far origin's
+ * round trips overlap instead of adding up. Symbolic links are not
+ * followed, other filesystems not entered (as nftw's FTW_PHYS |
+ * FTW_MOUNT). */
+struct wq {
+	char *path;
+	struct wq *next;
+};
+
+struct walk {
+	struct warm *w;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct wq *head;	/* directories to list; lock */
+	unsigned busy;		/* threads listing one; lock */
+	int err;		/* first -errno that stops the walk; lock */
+};
+
+static void walk_push(struct walk *k, char *path)
 {
-	(void)ftw;
-	if (type == FTW_DNR || type == FTW_NS) {
-		fprintf(stderr, "%s: cannot read %s\n", prog, path);
-		walk_w->failed++;
-		return 0;
+	struct wq *q = malloc(sizeof(*q));
+
+	pthread_mutex_lock(&k->lock);
+	if (!q) {
+		free(path);
+		k->err = -ENOMEM;
+	} else {
+		q->path = path;
+		q->next = k->head;
+		k->head = q;
+		pthread_cond_signal(&k->cond);
 	}
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		return add_file(walk_w, path) ? -1 : 0;
-	return 0;
+	pthread_mutex_unlock(&k->lock);
+}
+
+static void walk_failed(struct walk *k, const char *path, int err)
+{
+	pthread_mutex_lock(&k->w->out_lock);
+	fprintf(stderr, "%s: cannot read %s: %s\n", prog, path,
+		strerror(err));
+	k->w->failed++;
+	pthread_mutex_unlock(&k->w->out_lock);
+}
+
+static void walk_dir(struct walk *k, const char *path)
+{
+	struct warm *w = k->w;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		walk_failed(k, path, errno);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (st.st_dev != w->mntdev) {
+		close(fd);
+		return;	/* another filesystem mounted below: not ours */
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		walk_failed(k, path, errno);
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		unsigned char type = de->d_type;
+		char *child;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (type == DT_UNKNOWN) {
+			if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;	/* gone meanwhile */
+			type = S_ISDIR(st.st_mode) ? DT_DIR :
+			       S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		if (type != DT_DIR && type != DT_REG)
+			continue;
+		if (asprintf(&child, "%s/%s", path, de->d_name) < 0) {
+			pthread_mutex_lock(&k->lock);
+			k->err = -ENOMEM;
+			pthread_mutex_unlock(&k->lock);
+			break;
+		}
+		if (type == DT_DIR) {
+			walk_push(k, child);
+			continue;
+		}
+		pthread_mutex_lock(&w->out_lock);
+		if (add_file(w, child)) {
+			pthread_mutex_lock(&k->lock);
+			k->err = -ENOMEM;
+			pthread_mutex_unlock(&k->lock);
+		}
+		pthread_mutex_unlock(&w->out_lock);
+		free(child);
+	}
+	closedir(d);
+}
+
+static void *walker(void *arg)
+{
+	struct walk *k = arg;
+	struct wq *q;
+
+	pthread_mutex_lock(&k->lock);
+	for (;;) {
+		while (!k->head && k->busy && !k->err)
+			pthread_cond_wait(&k->cond, &k->lock);
+		if (k->err || !k->head)
+			break;	/* an error, or nothing queued or in hand */
+		q = k->head;
+		k->head = q->next;
+		k->busy++;
+		pthread_mutex_unlock(&k->lock);
+		walk_dir(k, q->path);
+		free(q->path);
+		free(q);
+		pthread_mutex_lock(&k->lock);
+		k->busy--;
+		if (!k->busy && !k->head)
+			pthread_cond_broadcast(&k->cond);
+	}
+	pthread_cond_broadcast(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	return NULL;
+}
+
+/* Walk the directory at path (resolved, below the mount). 0 or -errno. */
+static int walk_tree(struct warm *w, const char *path)
+{
+	struct walk k = { .w = w, .lock = PTHREAD_MUTEX_INITIALIZER,
+			  .cond = PTHREAD_COND_INITIALIZER };
+	pthread_t t[WARM_META_JOBS];
+	unsigned n = 0, i;
+	char *root = strdup(path);
+
+	if (!root)
+		return -ENOMEM;
+	walk_push(&k, root);
+	for (i = 0; i < WARM_META_JOBS; i++)
+		if (pthread_create(&t[n], NULL, walker, &k) == 0)
+			n++;
+	if (!n)
+		walker(&k);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	while (k.head) {	/* left by an error */
+		struct wq *q = k.head;
+
+		k.head = q->next;
+		free(q->path);
+		free(q);
+	}
+	return k.err;
+}
+
+static int cmp_files(const void *a, const void *b)
+{
+	return strcmp(((const struct wfile *)a)->path,
+		      ((const struct wfile *)b)->path);
 }
 
 /* Ask the gateway what it caches of f. 0, or -1 (f->failed, told). */
@@ -160,6 +322,42 @@ static int ask_cached(struct warm *w, struct wfile *f, uint64_t *cached,
 	*cached = got;
 	*complete = done != 0;
 	return 0;
+}
+
+/* Ask about every file, WARM_META_JOBS at once. */
+static void *asker(void *arg)
+{
+	struct warm *w = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+		struct wfile *f;
+
+		if (i >= w->n)
+			break;
+		f = &w->f[i];
+		if (ask_cached(w, f, &f->before, &f->complete)) {
+			f->failed = true;
+			__atomic_fetch_add(&w->failed, 1, __ATOMIC_RELAXED);
+		}
+	}
+	return NULL;
+}
+
+static void ask_all(struct warm *w)
+{
+	pthread_t t[WARM_META_JOBS];
+	unsigned n = 0, i;
+
+	w->next = 0;
+	for (i = 0; i < WARM_META_JOBS && i < w->n; i++)
+		if (pthread_create(&t[n], NULL, asker, w) == 0)
+			n++;
+	if (!n)
+		asker(w);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	w->next = 0;
 }
 
 static const char *type_name(mode_t m)
@@ -518,7 +716,6 @@ int cmd_warm(int argc, char **argv)
 		goto out;
 	}
 	w.mntdev = st.st_dev;
-	walk_w = &w;
 	/* 2. the files, and what the cache holds of each */
 	for (i = optind; i < argc; i++) {
 		char *rp = realpath(argv[i], NULL);
@@ -538,21 +735,34 @@ int cmd_warm(int argc, char **argv)
 			ret = EXIT_USAGE;
 			goto out;
 		}
-		if (nftw(rp, walk_cb, 32, FTW_PHYS | FTW_MOUNT) != 0) {
+		if (lstat(rp, &st) < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, argv[i],
 				strerror(errno));
 			w.failed++;
+		} else if (S_ISREG(st.st_mode)) {
+			if (add_file(&w, rp)) {
+				free(rp);
+				ret = 1;
+				goto out;
+			}
+		} else if (S_ISDIR(st.st_mode) &&
+			   (ret = walk_tree(&w, rp)) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, argv[i],
+				strerror(-ret));
+			free(rp);
+			ret = 1;
+			goto out;
 		}
+		ret = 0;
 		free(rp);
 	}
+	qsort(w.f, w.n, sizeof(*w.f), cmp_files);
+	ask_all(&w);
 	for (k = 0; k < w.n; k++) {
 		struct wfile *f = &w.f[k];
 
-		if (ask_cached(&w, f, &f->before, &f->complete)) {
-			f->failed = true;
-			w.failed++;
+		if (f->failed)
 			continue;
-		}
 		if (f->complete)
 			continue;
 		files++;
