@@ -80,6 +80,9 @@ struct cache_stats {
 	uint64_t writes_skipped;	/* cache_write calls not taken: the
 					 * disk was behind (blocks dropped) */
 	uint64_t writes_skipped_bytes;
+	uint64_t fills_behind;		/* cache_fill_ref_nowait calls not
+					 * taken: the disk was behind */
+	uint64_t fills_behind_bytes;
 };
 
 /* Open (OWNER: create if missing) the cache at opts->dir. On failure a
@@ -172,6 +175,13 @@ int cache_obj_set_coh(struct cache_obj *o, const void *coh, size_t cohlen,
 		      uint64_t size);
 /* Drop the blocks that [off, off+len) touches (cache_writes=around). */
 int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len);
+/* cache_fill_ref, but never waiting for the disk: when the cache's
+ * writes in flight are at their limit (CACHE_INFLIGHT_BYTES_MAX, or the
+ * ring's depth) nothing is taken, release(arg) is called and -EAGAIN
+ * returned (counted in fills_behind): for a reader that must not be held
+ * to the cache disk's pace (fill_behind=skip). */
+int cache_fill_ref_nowait(struct cache_obj *o, void *buf, size_t len,
+			  uint64_t off, void (*release)(void *), void *arg);
 /* Write-through of the caller's own write, any offset and length: whole
  * blocks are filled as by cache_fill; a partial block at either edge is
  * merged with its verified cached copy, or dropped when there is none.

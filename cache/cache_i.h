@@ -192,7 +192,7 @@ struct cache_req {
 int cache_io_start(struct cache *c, unsigned depth);
 void cache_io_stop(struct cache *c);
 void cache_io_submit(struct cache *c, struct cache_req *r);
-bool cache_io_behind(struct cache *c, uint64_t bytes);
+bool cache_io_behind(struct cache *c, uint64_t bytes, uint64_t limit);
 void cache_io_requeue(struct cache *c, struct cache_req *r);
 void cache_io_release(struct cache *c, uint64_t bytes);
 int cache_inject(struct cache *c, unsigned op);
@@ -389,6 +389,9 @@ struct cache {
 	unsigned inject_ops;		/* CACHE_INJECT_* mask */
 	int inject_err;			/* positive errno */
 	int inject_count;		/* <0 forever */
+	unsigned inject_slow_ms;	/* each fill completion held this
+					 * long: a slow cache disk (set at
+					 * open) */
 
 	/* Downgrades learnt at run time: __atomic, log once. */
 	int no_direct;			/* O_DIRECT refused by the fs */

@@ -172,8 +172,14 @@ static int drop_blocks_locked(struct cache_obj *o, uint64_t first,
  * before), so a sparse origin file takes about what it holds at the
  * origin. Its checksum is that of the zero bytes, and a read of the hole
  * returns zeros that pass it. The fill is cut into one request per run. */
+/* How a fill meets a disk that is behind: it waits for room (what was
+ * read is worth the wait), an own write is dropped at a quarter of the
+ * budget (its bytes are at the origin), a fill with skip_behind at the
+ * whole budget (the reader is not held to the disk's pace). */
+enum fill_how { FILL_WAIT, FILL_OWN_WRITE, FILL_SKIP_BEHIND };
+
 static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
-		void (*release)(void *), void *arg, bool nowait)
+		void (*release)(void *), void *arg, enum fill_how how)
 {
 	struct cache *c = o->c;
 	uint32_t bs = c->block_size;
@@ -237,9 +243,19 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 
 	/* 3. An own write (nowait) is not worth waiting for the disk: its
 	 *    bytes are at the origin already. */
-	if (nowait && data_bytes && cache_io_behind(c, data_bytes)) {
+	if (how == FILL_OWN_WRITE && data_bytes &&
+	    cache_io_behind(c, data_bytes, CACHE_OWN_WRITE_BYTES_MAX)) {
 		STAT_ADD(c, writes_skipped, 1);
 		STAT_ADD(c, writes_skipped_bytes, len);
+		ret = -EAGAIN;
+		goto out_release;
+	}
+	/*    A fill that may be skipped: when the disk has the whole budget
+	 *    in flight. */
+	if (how == FILL_SKIP_BEHIND && data_bytes &&
+	    cache_io_behind(c, data_bytes, CACHE_INFLIGHT_BYTES_MAX)) {
+		STAT_ADD(c, fills_behind, 1);
+		STAT_ADD(c, fills_behind_bytes, len);
 		ret = -EAGAIN;
 		goto out_release;
 	}
@@ -397,13 +413,19 @@ out_release:
 
 int cache_fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off)
 {
-	return fill(o, buf, len, off, NULL, NULL, false);
+	return fill(o, buf, len, off, NULL, NULL, FILL_WAIT);
 }
 
 int cache_fill_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
 		   void (*release)(void *), void *arg)
 {
-	return fill(o, buf, len, off, release, arg, false);
+	return fill(o, buf, len, off, release, arg, FILL_WAIT);
+}
+
+int cache_fill_ref_nowait(struct cache_obj *o, void *buf, size_t len,
+			  uint64_t off, void (*release)(void *), void *arg)
+{
+	return fill(o, buf, len, off, release, arg, FILL_SKIP_BEHIND);
 }
 
 /* Completion of a fill (completion thread, or a submitter whose submit
@@ -584,7 +606,7 @@ int cache_write(struct cache_obj *o, const void *buf, size_t len,
 	ret = 0;
 	if (end > start)
 		ret = fill(o, tmp + (start - first * bs), end - start, start,
-			   free, tmp, true);
+			   free, tmp, FILL_OWN_WRITE);
 	else
 		free(tmp);
 	if (ret)
@@ -614,7 +636,7 @@ int cache_write_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
 	 * orders this fill against the merges of other own writes. fill()
 	 * clips at the object's end and releases buf in every case. */
 	pthread_mutex_lock(&o->write_lock);
-	ret = fill(o, buf, len, off, release, arg, true);
+	ret = fill(o, buf, len, off, release, arg, FILL_OWN_WRITE);
 	if (ret)
 		cache_drop_range(o, off, len);
 	pthread_mutex_unlock(&o->write_lock);

@@ -1,6 +1,7 @@
 /* io.c - the io_uring fill ring and every backing-store syscall, each behind
  * the fault-injection hook so tests can make the disk fail on purpose. */
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +66,15 @@ static void inject_env(struct cache *c, const char *var, unsigned op)
 
 void cache_inject_from_env(struct cache *c)
 {
+	const char *slow = getenv("CACHEGW_INJECT_CACHE_SLOW");
+
 	inject_env(c, "CACHEGW_INJECT_WRITE_ERROR", CACHE_INJECT_WRITE);
 	inject_env(c, "CACHEGW_INJECT_READ_ERROR", CACHE_INJECT_READ);
+	/* =MS: every fill's completion is held MS ms (a slow cache disk). */
+	if (slow && atoi(slow) > 0) {
+		c->inject_slow_ms = (unsigned)atoi(slow);
+		cache_log("fault injection: CACHEGW_INJECT_CACHE_SLOW=%s", slow);
+	}
 }
 #else
 void cache_inject_from_env(struct cache *c)
@@ -248,6 +256,13 @@ static void *cq_main(void *arg)
 		pthread_mutex_unlock(&c->sq_lock);
 		if (r->inject_err)
 			res = r->inject_err;
+		if (c->inject_slow_ms) {
+			struct timespec d = {
+				c->inject_slow_ms / 1000,
+				(long)(c->inject_slow_ms % 1000) * 1000000L };
+
+			nanosleep(&d, NULL);
+		}
 		cache_fill_done(c, r, res);
 	}
 }
@@ -411,17 +426,17 @@ void cache_io_submit(struct cache *c, struct cache_req *r)
 	sub_enqueue(c, r);
 }
 
-/* Is the disk behind for an own write's fill of bytes? Own writes get a
- * quarter of the fill budget: the rest is kept for fills of what was
- * read, which is what the cache is for. */
-bool cache_io_behind(struct cache *c, uint64_t bytes)
+/* Is the disk behind for a fill of bytes that may be dropped: depth
+ * writes in flight, or more than limit bytes with this one (own writes
+ * get a quarter of the budget, CACHE_OWN_WRITE_BYTES_MAX: the rest is
+ * kept for fills of what was read, which is what the cache is for)? */
+bool cache_io_behind(struct cache *c, uint64_t bytes, uint64_t limit)
 {
 	bool behind;
 
 	pthread_mutex_lock(&c->io_lock);
 	behind = c->inflight >= c->depth ||
-		 (c->inflight && c->inflight_bytes + bytes >
-				 CACHE_OWN_WRITE_BYTES_MAX);
+		 (c->inflight && c->inflight_bytes + bytes > limit);
 	pthread_mutex_unlock(&c->io_lock);
 	return behind;
 }

@@ -118,6 +118,18 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  cs.writes_skipped);
 	M("cache_writes_skipped_bytes_total", "counter",
 	  "Bytes of those writes.", cs.writes_skipped_bytes);
+	M("cache_fills_behind_total", "counter",
+	  "fill_behind=skip: fills of what was read not made because the cache's writes in flight were at their limit.",
+	  cs.fills_behind);
+	M("cache_fills_behind_bytes_total", "counter",
+	  "Bytes of those fills (read from the origin again next time).",
+	  cs.fills_behind_bytes);
+	M("fill_queue_skipped_total", "counter",
+	  "fill_behind=skip: fetches not queued for the cache because the fill thread had 64 MiB waiting.",
+	  __atomic_load_n(&gw->fill_queue_skipped, __ATOMIC_RELAXED));
+	M("fill_queue_skipped_bytes_total", "counter",
+	  "Bytes of those fetches.",
+	  __atomic_load_n(&gw->fill_queue_skipped_bytes, __ATOMIC_RELAXED));
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
 	  gw_itable_count(gw));
 	M("kernel_cache_drops_total", "counter",

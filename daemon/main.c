@@ -271,6 +271,9 @@ static int run(struct gw_opts *o)
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_nfs;
 	}
+	/* The root's kept attributes and ACCESS answers, as every new
+	 * inode gets them (remember.c); no request runs yet. */
+	gw_md_attach(&gw, gw.it.root);
 	/* 2. the FUSE session and the mount */
 	if (add_mount_opts(o)) {
 		fprintf(stderr, "cachegw: out of memory\n");

@@ -22,6 +22,7 @@ enum {
 	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
 	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW, KEY_DIRTY,
 	KEY_CWRITES, KEY_METRICS, KEY_WRITEBACK, KEY_NOWRITEBACK,
+	KEY_FILLBEHIND,
 };
 
 #define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
@@ -53,6 +54,7 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("write_window=", KEY_WINDOW),
 	FUSE_OPT_KEY("dirty_max=", KEY_DIRTY),
 	FUSE_OPT_KEY("cache_writes=", KEY_CWRITES),
+	FUSE_OPT_KEY("fill_behind=", KEY_FILLBEHIND),
 	FUSE_OPT_KEY("metrics=", KEY_METRICS),
 	FUSE_OPT_KEY("soft", KEY_SOFT),
 	FUSE_OPT_KEY("hard", KEY_HARD),
@@ -122,6 +124,8 @@ void gw_usage(const char *prog)
 "  write_window=BYTES   bytes of WRITE in flight per mount [64M]\n"
 "  dirty_max=BYTES      writeback: the mount's dirty pages, 0 = global limits [0]\n"
 "  cache_writes=MODE    through (cache written data) | around (drop it)\n"
+"  fill_behind=MODE     cache disk behind the origin: wait (readers slow to\n"
+"                       the disk) | skip (what it cannot take is not cached)\n"
 "  nconnect=N           connections to the origin [4]\n"
 "  rsize=,wsize=BYTES   caps on READ/WRITE sizes [server's maximum]\n"
 "  hard | soft          retry forever, or fail after retrans [hard]\n"
@@ -329,6 +333,14 @@ static int opt_proc(void *data, const char *arg, int key,
 			o->cache_writes_around = true;
 		else
 			return bad_value(p, arg, "expected through or around");
+		return 0;
+	case KEY_FILLBEHIND:
+		if (!strcmp(val, "wait"))
+			o->fill_skip = false;
+		else if (!strcmp(val, "skip"))
+			o->fill_skip = true;
+		else
+			return bad_value(p, arg, "expected wait or skip");
 		return 0;
 	case KEY_METRICS:
 		if (parse_metrics(val, o))

@@ -138,6 +138,16 @@ static void chunk_done(int status, void *priv)
 		 *    queued count keeps the inode and its object alive. */
 		fill = !f->err && f->got && ino->obj &&
 		       (f->got == f->len || f->eof);
+		if (fill && gw->o->fill_skip &&
+		    __atomic_load_n(&gw->fill_queued_bytes,
+				    __ATOMIC_RELAXED) > GW_FILL_QUEUE_MAX) {
+			/* The fill thread is behind: not cached. */
+			fill = false;
+			__atomic_add_fetch(&gw->fill_queue_skipped, 1,
+					   __ATOMIC_RELAXED);
+			__atomic_add_fetch(&gw->fill_queue_skipped_bytes,
+					   f->got, __ATOMIC_RELAXED);
+		}
 
 		if (fill) {
 			ino->fills_queued++;

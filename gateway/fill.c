@@ -4,6 +4,15 @@
  * and hash megabytes: it queues the fetch here instead. This thread hands
  * each fetch's own buffer to the cache (cache_fill_ref, no copy) unless a
  * write or truncate answered since the fetch began made it stale.
+ *
+ * When the cache disk is slower than the origin (fill_behind=): with wait
+ * (the default) a fill waits for room in the cache's writes in flight, so
+ * the queue here grows and readahead pauses at GW_FILL_QUEUE_MAX (readers
+ * go at the disk's pace, everything read is cached); with skip a fill the
+ * disk cannot take now is dropped, and so is a fetch that would push this
+ * queue past GW_FILL_QUEUE_MAX (fetch.c): readers go at the origin's
+ * pace, and what was not cached is counted (read again from the origin
+ * next time).
  */
 #include <stdbool.h>
 
@@ -67,8 +76,9 @@ static void *fill_thread(void *arg)
 		if (obj)
 			gw_buf_ref(f->buf);
 		filled = obj &&
-			 cache_fill_ref(obj, f->buf, f->got, f->off,
-					gw_buf_release_cb, f->buf) == 0;
+			 (gw->o->fill_skip ? cache_fill_ref_nowait :
+					     cache_fill_ref)(obj, f->buf, f->got,
+				f->off, gw_buf_release_cb, f->buf) == 0;
 		__atomic_fetch_sub(&gw->fill_queued_bytes, f->got,
 				   __ATOMIC_RELAXED);
 		pthread_mutex_lock(&ino->lock);

@@ -113,6 +113,8 @@ struct gw_opts {
 	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
 					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
+	bool fill_skip;			/* fill_behind=skip: fills the cache
+					 * disk cannot take now are dropped */
 	char *logfile;
 	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
 					 * then commits at exit */
@@ -723,6 +725,9 @@ struct gw {
 					 * (atomic) */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept
 					 * (atomic) */
+	uint64_t fill_queue_skipped;	/* fill_behind=skip: fetches not
+					 * queued for the cache (atomic) */
+	uint64_t fill_queue_skipped_bytes;	/* atomic */
 	uint64_t offline_answers;	/* answers from what is held while the
 					 * origin is lost (atomic) */
 	pthread_mutex_t fs_lock;	/* offline.c: the last FSSTAT */

@@ -59,6 +59,10 @@ void gw_fetch_unlist_locked(struct gw_inode *ino, struct gw_fetch *f,
 void gw_fetch_trim(struct gw_inode *ino);
 /* Drop the caller's reference (takes ino->lock). */
 void gw_fetch_put(struct gw_inode *ino, struct gw_fetch *f);
+/* Fetched bytes waiting for the fill thread beyond which readahead pauses
+ * (fill_behind=wait) or fetches are not cached (skip). */
+#define GW_FILL_QUEUE_MAX (64u << 20)
+
 /* With offline=: wait for f to complete, or for the origin to be lost
  * first: then -EHOSTDOWN (f goes on; the caller drops its reference). */
 int gw_fetch_wait_done(struct gw *gw, struct gw_inode *ino,

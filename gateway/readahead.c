@@ -7,8 +7,6 @@
 #include "gw_i.h"
 #include "read_i.h"
 
-/* Fetched bytes waiting for the fill thread beyond which readahead pauses. */
-#define GW_FILL_QUEUE_MAX (64u << 20)
 
 /* Keep the readahead front readahead-window bytes ahead of a sequential
  * reader, fetching what lies between without waiting for it. */
@@ -25,7 +23,8 @@ void gw_readahead_push(struct gw *gw, struct gw_inode *ino,
 	/* The fill thread is behind (the cache disk is slower than the
 	 * origin): fetch no further ahead until it catches up, rather than
 	 * hold ever more fetched data in memory. */
-	if (__atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED) >
+	if (!gw->o->fill_skip &&
+	    __atomic_load_n(&gw->fill_queued_bytes, __ATOMIC_RELAXED) >
 	    GW_FILL_QUEUE_MAX) {
 		__atomic_fetch_add(&gw->readahead_throttled, 1,
 				   __ATOMIC_RELAXED);

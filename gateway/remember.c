@@ -281,8 +281,7 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 	double age;
 
 	GW_ASSERT_NOT_HELD(&ino->lock);
-	/* The root's too: only offline.c uses them (the root inode is made
-	 * before md.log is open, and gw_md_attach never runs for it). */
+	/* The root's too (main.c attaches them at start). */
 	if (!gw->md)
 		return;
 	pthread_mutex_lock(&ino->lock);
