@@ -23,12 +23,17 @@ int gw_origin_root_load(const char *cache_dir, char *where, size_t wlen,
 {
 	char path[4096], hex[2 * NFSC_FH_MAX + 2], w[1024], magic[32], ver[8];
 	FILE *f;
-	int ok;
+	int ok, fd;
 
 	snprintf(path, sizeof(path), "%s/" ROOT_FILE, cache_dir);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
 	ok = fscanf(f, "%31s %7s %1023s %129s", magic, ver, w, hex) == 4;
 	fclose(f);
 	if (!ok || strcmp(magic, "cachegw-origin-root") || strcmp(ver, "1") ||
@@ -53,7 +58,7 @@ int gw_origin_root_save(const char *cache_dir, const char *server,
 	char path[4096], tmp[4110], where[1024], kw[1024];
 	struct nfsc_fh kept;
 	FILE *f;
-	int ret = 0;
+	int ret = 0, fd;
 
 	snprintf(where, sizeof(where), "%s:%s", server, export);
 	if (strchr(where, ' ') || strchr(where, '\n'))
@@ -64,9 +69,18 @@ int gw_origin_root_save(const char *cache_dir, const char *server,
 		return 0;
 	snprintf(path, sizeof(path), "%s/" ROOT_FILE, cache_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	/* 0600, as every file of the cache; a link planted there is not
+	 * followed. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return -ENOMEM;
+	}
 	fprintf(f, ROOT_MAGIC " %s ", where);
 	for (uint32_t i = 0; i < fh->len; i++)
 		fprintf(f, "%02x", fh->data[i]);

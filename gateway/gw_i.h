@@ -200,6 +200,8 @@ struct gw_inode {
 	struct nfsc_attr attr;		/* last attributes from the origin */
 	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
 	bool attr_valid;
+	bool attr_dropped;		/* attr was let go after a change:
+					 * what md.log keeps is older too */
 	uint64_t attr_gen;		/* bumped by every attr update */
 	struct gw_getattr *ga;		/* the GETATTR in flight that stat
 					 * requests join (ops.c), or NULL */
@@ -313,7 +315,15 @@ bool gw_inode_set_attr_since(struct gw_inode *ino,
 bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 				    const struct nfsc_attr *attr, uint64_t gen);
 /* Is a a later version of the file than b (ctime, then size)? */
-bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b);
+static inline bool gw_attr_newer(const struct nfsc_attr *a,
+				 const struct nfsc_attr *b)
+{
+	if (a->ctime.tv_sec != b->ctime.tv_sec)
+		return a->ctime.tv_sec > b->ctime.tv_sec;
+	if (a->ctime.tv_nsec != b->ctime.tv_nsec)
+		return a->ctime.tv_nsec > b->ctime.tv_nsec;
+	return a->size > b->size;
+}
 
 /* One version of a file's contents: the same size, mtime and ctime (what
  * an open's keep_cache, a listing's sharing and a WRITE's pre-op check

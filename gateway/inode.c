@@ -379,16 +379,8 @@ void gw_inode_invalidate_attr(struct gw_inode *ino)
 	GW_ASSERT_NOT_HELD(&ino->lock);
 	pthread_mutex_lock(&ino->lock);
 	ino->attr_valid = false;
+	ino->attr_dropped = true;
 	pthread_mutex_unlock(&ino->lock);
-}
-
-bool gw_attr_newer(const struct nfsc_attr *a, const struct nfsc_attr *b)
-{
-	if (a->ctime.tv_sec != b->ctime.tv_sec)
-		return a->ctime.tv_sec > b->ctime.tv_sec;
-	if (a->ctime.tv_nsec != b->ctime.tv_nsec)
-		return a->ctime.tv_nsec > b->ctime.tv_nsec;
-	return a->size > b->size;
 }
 
 static double elapsed_since(const struct timespec *t)

@@ -27,6 +27,7 @@ static void dir_changed(struct gw_inode *dir)
 {
 	pthread_mutex_lock(&dir->lock);
 	dir->attr_valid = false;
+	dir->attr_dropped = true;
 	pthread_mutex_unlock(&dir->lock);
 }
 

@@ -277,7 +277,7 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 	struct timespec at, now;
 	struct nfsc_attr a;
 	struct md_attr m;
-	bool valid;
+	bool valid, dropped;
 	double age;
 
 	GW_ASSERT_NOT_HELD(&ino->lock);
@@ -286,14 +286,18 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 		return;
 	pthread_mutex_lock(&ino->lock);
 	valid = ino->attr_valid;
+	dropped = ino->attr_dropped;
 	a = ino->attr;
 	at = ino->attr_at;
 	pthread_mutex_unlock(&ino->lock);
 	if (!valid) {
 		/* Whatever was kept is older than a change the gateway saw
-		 * (it dropped its attributes): not to be used. */
-		(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0,
-				   gw_md_now_ns(), NULL, 0);
+		 * (it dropped its attributes): not to be used. An inode that
+		 * never had attributes in this run (made from kept names
+		 * while the origin was away) leaves what was kept alone. */
+		if (dropped)
+			(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0,
+					   gw_md_now_ns(), NULL, 0);
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -393,13 +397,15 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
 	if (ret)
 		return ret == -EACCES || ret == -EHOSTDOWN ? ret : -ENOENT;
+	/* Offline, a name kept is there even when the rest is not held:
+	 * EHOSTDOWN, not ENOENT. */
 	ino = gw_inode_resolve(gw, child);
 	if (!ino)
-		return -ENOENT;	/* given back: asked again */
+		return offline ? -EHOSTDOWN : -ENOENT;	/* given back */
 	if (offline ? gw_offline_attr(gw, ino, &a) :
 		      gw_inode_cached_attr(gw, ino, &a)) {
 		gw_inode_forget(gw, child, 1);
-		return -ENOENT;
+		return offline ? -EHOSTDOWN : -ENOENT;
 	}
 	/* An open that finds another version must tell the kernel (open.c):
 	 * it has these attributes, not the origin's of now. */

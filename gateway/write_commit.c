@@ -51,17 +51,11 @@ void wr_free_extents(struct gw_extent *e)
 	}
 }
 
-/* Unlist first and everything older (the list is newest first). */
+/* Unlist first and everything older. */
 static void cut_locked(struct gw_inode *ino, struct gw_extent *first)
 {
-	struct gw_extent **pp = &ino->uncommitted, *e;
-
 	GW_ASSERT_HELD(&ino->lock);
-	while (*pp && *pp != first)
-		pp = &(*pp)->next;
-	*pp = NULL;
-	for (e = first; e; e = e->next)
-		ino->uncommitted_bytes -= e->len;
+	wr_extents_cut(&ino->uncommitted, &ino->uncommitted_bytes, first);
 }
 
 static void round_begin(struct gw_inode *ino)
@@ -81,11 +75,6 @@ static void round_end(struct gw_inode *ino)
 	pthread_mutex_unlock(&ino->lock);
 }
 
-static bool extent_lost(const struct gw_extent *e, const uint8_t verf[8])
-{
-	return e->mixed || memcmp(e->verf, verf, 8);
-}
-
 /* The COMMIT of first and what is older answered verf: write again, FILE_SYNC,
  * what the origin lost. Oldest first, and every extent newer than the
  * oldest lost one too, so that where they overlap the newest bytes land
@@ -96,11 +85,11 @@ static int resend_lost(struct gw *gw, struct gw_inode *ino,
 {
 	struct gw_extent *e, **v = NULL;
 	size_t n = 0, i, oldest = 0;
-	bool lost = false, ours = false;
+	bool lost = false;
 	int ret = 0;
 
 	for (e = first; e; e = e->next)
-		if (extent_lost(e, verf))
+		if (wr_extent_lost(e, verf))
 			lost = true;
 	if (!lost)
 		return 0;
@@ -117,16 +106,11 @@ static int resend_lost(struct gw *gw, struct gw_inode *ino,
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* v[0] newest; v[n - 1] oldest. Extents newer than first are not
-	 * ours to judge; they are written again only to keep the order. */
-	for (i = 0, e = ino->uncommitted; e; e = e->next, i++) {
+	/* v[0] newest; v[n - 1] oldest. */
+	for (i = 0, e = ino->uncommitted; e; e = e->next, i++)
 		v[i] = e;
-		if (e == first)
-			ours = true;
-		if (ours && extent_lost(e, verf))
-			oldest = i;
-	}
-	for (i = oldest + 1; i-- > 0 && !ret;) {
+	oldest = wr_extents_resend_from(v, n, first, verf);
+	for (i = oldest == SIZE_MAX ? 0 : oldest + 1; i-- > 0 && !ret;) {
 		struct wresult r;
 
 		__atomic_fetch_add(&gw->resends, 1, __ATOMIC_RELAXED);

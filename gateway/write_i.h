@@ -6,6 +6,7 @@
  *   write_send.c    WRITEs to the origin: pieces in parallel, pre-op
  *                   checks, whose credentials, write-back errors
  *   write_commit.c  COMMIT: rounds, resending what a restart lost, flush
+ *   write_extents.c the bookkeeping of those, free of FUSE and the origin
  */
 #ifndef CACHEGW_WRITE_I_H
 #define CACHEGW_WRITE_I_H
@@ -51,7 +52,29 @@ struct wresult {
 	bool foreign;			/* wr_wcc_foreign */
 };
 
-/* write_send.c */
+/* write_extents.c: no locks of its own; the caller holds ino->lock for
+ * the inode's list. */
+/* Did the COMMIT that answered verf lose e (or could it have: e's WRITEs
+ * gave different verifiers)? */
+bool wr_extent_lost(const struct gw_extent *e, const uint8_t verf[8]);
+/* Unlist first and everything older from *list (newest first), taking
+ * their lengths off *bytes. */
+void wr_extents_cut(struct gw_extent **list, size_t *bytes,
+		    struct gw_extent *first);
+/* v: the n extents listed, newest first. The index of the oldest one a
+ * COMMIT of first and what is older lost (verf); every one from there to
+ * v[0] is written again, oldest first, so that the newest bytes land
+ * last. SIZE_MAX if none of first and older was lost (a newer one is not
+ * this COMMIT's to judge). */
+size_t wr_extents_resend_from(struct gw_extent *const *v, size_t n,
+			      const struct gw_extent *first,
+			      const uint8_t verf[8]);
+/* Fold one WRITE reply of a range into r: the newest post-op attributes,
+ * the verifier (mixed if pieces differ; a piece that took nothing vouches
+ * for nothing). */
+void wr_result_add(struct wresult *r, const struct wchunk *ch);
+/* Is w (pre-op attributes) the version a? */
+bool wr_wcc_is(const struct nfsc_wcc *w, const struct nfsc_attr *a);
 bool wr_wcc_foreign(const struct nfsc_attr *known, const struct wchunk *ch,
 		    size_t n, size_t i);
 int wr_send_range(struct gw *gw, const struct nfsc_cred *cr,

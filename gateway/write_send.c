@@ -36,51 +36,6 @@ static void wbatch_write(struct nfsc_waiter *b, struct gw *gw,
 }
 
 
-/* Is w (pre-op attributes) the version a? */
-static bool wcc_is(const struct nfsc_wcc *w, const struct nfsc_attr *a)
-{
-	return gw_version_eq(w->size, &w->mtime, &w->ctime, a->size,
-			     &a->mtime, &a->ctime);
-}
-
-/* wcc: an origin that sends pre-op attributes with its WRITE replies
- * (FreeBSD's nfsd; not knfsd, not nfs-ganesha 4.3) says which version each
- * WRITE found. The pieces of one range run in parallel, so a piece may
- * find another piece's "after" rather than the version the gateway knew
- * when it sent the range (known). A "before" that is neither is someone
- * else's change, made between the gateway's last view and this write: then
- * the post-op attributes are not just our write's. True if piece i of n
- * shows such a change (known NULL: nothing to judge against). */
-bool wr_wcc_foreign(const struct nfsc_attr *known, const struct wchunk *ch,
-			size_t n, size_t i)
-{
-	size_t j;
-
-	if (!known || !ch[i].post.has_pre || wcc_is(&ch[i].post.pre, known))
-		return false;
-	for (j = 0; j < n; j++)
-		if (j != i && ch[j].post.has_attr &&
-		    wcc_is(&ch[i].post.pre, &ch[j].post.attr))
-			return false;
-	return true;
-}
-
-static void wresult_add(struct wresult *r, const struct wchunk *ch)
-{
-	if (ch->post.has_attr &&
-	    (!r->post.has_attr || gw_attr_newer(&ch->post.attr, &r->post.attr)))
-		r->post = ch->post;
-	/* A piece that took nothing vouches for nothing. */
-	if (!ch->written)
-		return;
-	if (!r->have_verf) {
-		memcpy(r->verf, ch->verf, 8);
-		r->have_verf = true;
-	} else if (memcmp(r->verf, ch->verf, 8)) {
-		r->mixed = true;
-	}
-}
-
 /* A piece the origin took short: ask again for the rest, one at a time. */
 static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 		     const struct nfsc_fh *fh, const char *buf, uint32_t len,
@@ -110,9 +65,9 @@ static int send_rest(struct gw *gw, const struct nfsc_cred *cr,
 		/* Every earlier piece has been answered: this one finds the
 		 * newest of their versions. */
 		if (wr_wcc_foreign(known, &ch, 1, 0) && (!res->post.has_attr ||
-		    !wcc_is(&ch.post.pre, &res->post.attr)))
+		    !wr_wcc_is(&ch.post.pre, &res->post.attr)))
 			res->foreign = true;
-		wresult_add(res, &ch);
+		wr_result_add(res, &ch);
 		zero = ch.written ? 0 : zero + 1;
 		done += ch.written;
 	}
@@ -148,7 +103,7 @@ int wr_send_range(struct gw *gw, const struct nfsc_cred *cr,
 
 		if (wr_wcc_foreign(known, ch, n, i))
 			res->foreign = true;
-		wresult_add(res, &ch[i]);
+		wr_result_add(res, &ch[i]);
 		if (ch[i].written < l)
 			ret = send_rest(gw, cr, fh, buf + o, (uint32_t)l,
 					off + o, stable, &ch[i], known, res);

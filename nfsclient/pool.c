@@ -350,12 +350,13 @@ static void conn_issue_queued(struct nfsc_conn *c, bool *stop)
 static bool conn_mount_later(struct nfsc_conn *c)
 {
 	struct nfsc *n = c->n;
+	uint64_t next_try = 0;
 	char err[256];
 	bool stop;
 
 	for (;;) {
 		struct pollfd p = { .fd = c->efd, .events = POLLIN };
-		uint64_t v;
+		uint64_t v, now = nfsc_now_ns();
 
 		pthread_mutex_lock(&c->lock);
 		stop = c->stopping;
@@ -364,15 +365,20 @@ static bool conn_mount_later(struct nfsc_conn *c)
 			conn_issue_queued(c, &stop);	/* cancels them */
 			return false;
 		}
-		/* A context whose mount failed is made afresh. */
-		if (c->nfs)
-			nfs_destroy_context(c->nfs);
-		c->nfs = NULL;
-		if (conn_context(n, c, err, sizeof(err)) == 0 &&
-		    conn_mount(n, c, 5000, err, sizeof(err)) == 0)
-			break;
-		/* Woken early by a queued call or a stop: look again. */
-		if (poll(&p, 1, 2000) > 0 &&
+		if (now >= next_try) {
+			/* A context whose mount failed is made afresh. */
+			if (c->nfs)
+				nfs_destroy_context(c->nfs);
+			c->nfs = NULL;
+			if (conn_context(n, c, err, sizeof(err)) == 0 &&
+			    conn_mount(n, c, 5000, err, sizeof(err)) == 0)
+				break;
+			now = nfsc_now_ns();
+			next_try = now + 2000000000u;
+		}
+		/* Woken early by a queued call or a stop: look at stopping;
+		 * the next try is still 2 s after the last. */
+		if (poll(&p, 1, (int)((next_try - now) / 1000000u) + 1) > 0 &&
 		    read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			return false;
 	}

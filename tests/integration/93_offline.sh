@@ -12,6 +12,7 @@ done
 head -c 200000 /dev/urandom >"$data/d1/sub/deep.bin"
 head -c 3000000 /dev/urandom >"$data/d2/big.bin"
 head -c 70000 /dev/urandom >"$data/d1/uncached.bin"
+head -c $((64 * 1048576)) /dev/urandom >"$data/d2/midread.bin"
 echo inside >"$data/unlisted/x"
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 mnt=$(harness_tmpdir mnt)
@@ -21,7 +22,7 @@ OPTS="cache_dir=$cdir,actimeo=1,offline=2"
 mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
 
 # Warm: list the tree (not unlisted/), read every file but uncached.bin.
-(cd "$data" && find . -path ./unlisted -prune -o -type f ! -name uncached.bin -print | sort) >"$work/files"
+(cd "$data" && find . -path ./unlisted -prune -o -type f ! -name uncached.bin ! -name midread.bin -print | sort) >"$work/files"
 total=0
 while read -r f; do
 	cmp -s "$data/$f" "$mnt/$f" || bad "warm read of $f: bytes differ"
@@ -32,6 +33,10 @@ ls "$mnt" >/dev/null
 df "$mnt" >/dev/null || bad "df before the stop failed"
 gw_wait_metric "$cdir" cache_fill_bytes_total "$total" 30 || bad "fills did not complete ($total bytes)"
 
+# A read in progress when the origin stops: its first MiB read, the rest
+# not cached yet.
+exec 3<"$mnt/d2/midread.bin"
+head -c 1048576 <&3 >"$work/mid.head" || bad "the first MiB of midread.bin"
 kill -STOP "$ORIGIN_PID" || { echo "FAIL: cannot stop the origin" >&2; exit 1; }
 t0=$SECONDS
 gw_wait_metric "$cdir" origin_lost 1 30 || bad "the gateway did not call the origin lost within 30 s"
@@ -45,7 +50,7 @@ sleep 1.2	# past actimeo: everything below would ask the origin
 while read -r f; do
 	want=$data/$f
 	[ "$f" = ./d1/f2 ] && want=$work/f2.old
-	timeout -k 5 30 cmp -s "$want" "$mnt/$f" || bad "offline: $f: bytes differ or the read failed"
+	out=$(timeout -k 5 30 cmp "$want" "$mnt/$f" 2>&1) || bad "offline: $f: $out"
 done <"$work/files"
 [ "$(cd "$mnt/d1" && timeout 30 ls | sort | tr '\n' ' ')" = "$(cd "$data/d1" && ls | grep -v f2.new | sort | tr '\n' ' ')" ] ||
 	bad "offline: the listing of d1 differs: $(cd "$mnt/d1" && timeout 30 ls 2>&1 | tr '\n' ' ')"
@@ -58,6 +63,16 @@ err=$(timeout -k 5 30 ls "$mnt/unlisted" 2>&1 >/dev/null)
 case $err in *"Host is down"*) ;; *) bad "offline: a directory never listed: '$err', want 'Host is down'" ;; esac
 err=$(timeout -k 5 30 stat "$mnt/d1/no-such-name" 2>&1 >/dev/null)
 case $err in *"No such file"*) ;; *) bad "offline: a name d1's kept listing lacks: '$err', want ENOENT" ;; esac
+# The read in progress: what the gateway had fetched ahead is served, then
+# at once EHOSTDOWN, never wrong bytes.
+err=$(timeout -k 5 60 cat <&3 2>&1 >"$work/mid.rest")
+exec 3<&-
+case $err in *"Host is down"*) ;; *) bad "offline: the read in progress ended with '$err', want 'Host is down'" ;; esac
+got=$(( $(stat -c %s "$work/mid.rest") + 1048576 ))
+[ "$got" -lt $((64 * 1048576)) ] || bad "offline: the whole uncached file was read with the origin stopped?"
+cat "$work/mid.head" "$work/mid.rest" | cmp -s - <(head -c "$got" "$data/d2/midread.bin") ||
+	bad "offline: the $got bytes the read in progress got differ from the origin's"
+echo "  offline: the read in progress got $got bytes, then 'Host is down'" >&2
 [ "$(gw_metric "$cdir" origin_refused_total)" -gt 0 ] || bad "origin_refused_total did not move"
 [ "$(gw_metric "$cdir" offline_answers_total)" -gt 0 ] || bad "offline_answers_total did not move"
 echo "  offline: $(gw_metric "$cdir" offline_answers_total) answers from the cache, $(gw_metric "$cdir" origin_refused_total) calls refused" >&2
@@ -69,6 +84,7 @@ grep -q 'origin .* back after' "$GW_LOG" || bad "no log line for the origin back
 sleep 1.2
 cmp -s "$data/d1/f2" "$mnt/d1/f2" || bad "after the origin is back: the file changed meanwhile is not the origin's"
 cmp -s "$data/d1/uncached.bin" "$mnt/d1/uncached.bin" || bad "after the origin is back: uncached.bin"
+cmp -s "$data/d2/midread.bin" "$mnt/d2/midread.bin" || bad "after the origin is back: midread.bin"
 unmount_gateway "$mnt" || bad "unmount / gateway exit (log: $GW_LOG)"
 
 # A start without the origin, from the warm cache.
@@ -76,9 +92,9 @@ origin_stop origin
 mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || { bad "no start with the origin down and offline="; exit 1; }
 grep -q 'starting without the origin' "$GW_LOG" || bad "no log line for the start without the origin"
 [ "$(gw_metric "$cdir" origin_lost)" = 1 ] || bad "started without the origin, but origin_lost is not 1"
-echo "./d1/uncached.bin" >>"$work/files"
+printf "./d1/uncached.bin\n./d2/midread.bin\n" >>"$work/files"
 while read -r f; do
-	timeout -k 5 30 cmp -s "$data/$f" "$mnt/$f" || bad "started offline: $f: bytes differ or the read failed"
+	out=$(timeout -k 5 30 cmp "$data/$f" "$mnt/$f" 2>&1) || bad "started offline: $f: $out"
 done <"$work/files"
 [ "$(cd "$mnt/d1" && timeout 30 ls | sort | tr '\n' ' ')" = "$(cd "$data/d1" && ls | sort | tr '\n' ' ')" ] ||
 	bad "started offline: the listing of d1 differs"
