@@ -64,6 +64,24 @@ int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data)
 	}
 }
 
+/* Every reply comes here: the transport's outcome, then the NFS status
+ * that each *3res begins with, then the procedure's own decoding
+ * (r->decode: only of an answer, with that status as -errno; it returns
+ * the call's result), then nfsc_complete. */
+void nfsc_reply(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct nfsc_req *r = priv;
+	int ret = nfsc_rpc_status(r, status, data);
+
+	(void)rpc;
+	if (!ret) {
+		ret = nfsc_status_to_errno((int)*(const nfsstat3 *)data);
+		if (r->decode)
+			ret = r->decode(r, data, ret);
+	}
+	nfsc_complete(r, ret);
+}
+
 /* An origin's size the kernel cannot represent (off_t is signed): refused
  * here, at the door, so no layer above sees it. One log line for the 1st,
  * 2nd, 4th, 8th, ... such reply. */
@@ -149,20 +167,14 @@ int nfsc_submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r)
 
 /* ---- GETATTR ---- */
 
-static void getattr_done(struct rpc_context *rpc, int status, void *data,
-			 void *priv)
+static int getattr_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	GETATTR3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret)
 		ret = nfsc_attr_from_fattr3(r->u.getattr.attr,
 				&res->GETATTR3res_u.resok.obj_attributes);
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -171,7 +183,8 @@ static int getattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.object, &r->fh);
 	r->proc = NFS3_GETATTR;
-	return rpc_nfs3_getattr_async(rpc, getattr_done, &a, r);
+	r->decode = getattr_decode;
+	return rpc_nfs3_getattr_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_getattr_submit(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -196,16 +209,10 @@ int nfsc_getattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- LOOKUP ---- */
 
-static void lookup_done(struct rpc_context *rpc, int status, void *data,
-			void *priv)
+static int lookup_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	LOOKUP3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		LOOKUP3resok *ok = &res->LOOKUP3res_u.resok;
 
@@ -213,7 +220,7 @@ static void lookup_done(struct rpc_context *rpc, int status, void *data,
 		nfsc_post_op(&ok->obj_attributes, r->u.lookup.attr,
 			r->u.lookup.has_attr);
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int lookup_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -223,7 +230,8 @@ static int lookup_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.what.dir, &r->fh);
 	a.what.name = r->name;
 	r->proc = NFS3_LOOKUP;
-	return rpc_nfs3_lookup_async(rpc, lookup_done, &a, r);
+	r->decode = lookup_decode;
+	return rpc_nfs3_lookup_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -249,23 +257,17 @@ int nfsc_lookup_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- ACCESS ---- */
 
-static void access_done(struct rpc_context *rpc, int status, void *data,
-			void *priv)
+static int access_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	ACCESS3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		*r->u.access.granted = res->ACCESS3res_u.resok.access;
 		if (r->post)
 			nfsc_post_op(&res->ACCESS3res_u.resok.obj_attributes,
 				     &r->post->attr, &r->post->has_attr);
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -275,7 +277,8 @@ static int access_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.object, &r->fh);
 	a.access = r->u.access.mask;
 	r->proc = NFS3_ACCESS;
-	return rpc_nfs3_access_async(rpc, access_done, &a, r);
+	r->decode = access_decode;
+	return rpc_nfs3_access_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -297,34 +300,27 @@ int nfsc_access_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- READ ---- */
 
-static void read_done(struct rpc_context *rpc, int status, void *data,
-		      void *priv)
+static int read_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	READ3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
+	READ3resok *ok = &res->READ3res_u.resok;
+	uint32_t got;
 
-	(void)rpc;
-	if (!ret) {
-		ret = nfsc_status_to_errno(res->status);
-		if (ret && r->u.read.has_attr)
+	if (ret) {
+		if (r->u.read.has_attr)
 			nfsc_post_op(&res->READ3res_u.resfail.file_attributes,
 				r->u.read.attr, r->u.read.has_attr);
+		return ret;
 	}
-	if (!ret) {
-		READ3resok *ok = &res->READ3res_u.resok;
-		uint32_t got = ok->data.data_len;
-
-		if (got > r->u.read.count)
-			got = r->u.read.count;	/* a server bug; be safe */
-		memcpy(r->u.read.buf, ok->data.data_val, got);
-		*r->u.read.got = got;
-		*r->u.read.eof = ok->eof;
-		nfsc_post_op(&ok->file_attributes, r->u.read.attr,
-			r->u.read.has_attr);
-		atomic_fetch_add(&r->n->read_bytes, got);
-	}
-	nfsc_complete(r, ret);
+	got = ok->data.data_len;
+	if (got > r->u.read.count)
+		got = r->u.read.count;	/* a server bug; be safe */
+	memcpy(r->u.read.buf, ok->data.data_val, got);
+	*r->u.read.got = got;
+	*r->u.read.eof = ok->eof;
+	nfsc_post_op(&ok->file_attributes, r->u.read.attr, r->u.read.has_attr);
+	atomic_fetch_add(&r->n->read_bytes, got);
+	return 0;
 }
 
 static int read_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -335,7 +331,8 @@ static int read_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.offset = r->u.read.off;
 	a.count = r->u.read.count;
 	r->proc = NFS3_READ;
-	return rpc_nfs3_read_async(rpc, read_done, &a, r);
+	r->decode = read_decode;
+	return rpc_nfs3_read_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_read_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -426,17 +423,11 @@ static int dirlist_push(struct nfsc_dirlist *l, const entryplus3 *e)
 	return 0;
 }
 
-static void rdp_done(struct rpc_context *rpc, int status, void *data,
-		     void *priv)
+static int rdp_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	READDIRPLUS3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 	const entryplus3 *e;
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
 
@@ -453,7 +444,7 @@ static void rdp_done(struct rpc_context *rpc, int status, void *data,
 		memcpy(r->u.rdp.verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
 		*r->u.rdp.eof = ok->reply.eof;
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int rdp_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -466,7 +457,8 @@ static int rdp_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.dircount = 8192;
 	a.maxcount = 65536;
 	r->proc = NFS3_READDIRPLUS;
-	return rpc_nfs3_readdirplus_async(rpc, rdp_done, &a, r);
+	r->decode = rdp_decode;
+	return rpc_nfs3_readdirplus_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_readdirplus_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -498,16 +490,10 @@ void nfsc_dirlist_free(struct nfsc_dirlist *l)
 
 /* ---- READLINK ---- */
 
-static void readlink_done(struct rpc_context *rpc, int status, void *data,
-			  void *priv)
+static int readlink_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	READLINK3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		const char *t = res->READLINK3res_u.resok.data;
 		size_t len = t ? strlen(t) : 0;
@@ -518,7 +504,7 @@ static void readlink_done(struct rpc_context *rpc, int status, void *data,
 		else
 			memcpy(r->u.readlink.buf, t ? t : "", len + 1);
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int readlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -527,7 +513,8 @@ static int readlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.symlink, &r->fh);
 	r->proc = NFS3_READLINK;
-	return rpc_nfs3_readlink_async(rpc, readlink_done, &a, r);
+	r->decode = readlink_decode;
+	return rpc_nfs3_readlink_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -548,16 +535,10 @@ int nfsc_readlink_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- FSSTAT / FSINFO ---- */
 
-static void fsstat_done(struct rpc_context *rpc, int status, void *data,
-			void *priv)
+static int fsstat_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	FSSTAT3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		FSSTAT3resok *ok = &res->FSSTAT3res_u.resok;
 		struct nfsc_fsstat *st = r->u.fsstat.st;
@@ -569,7 +550,7 @@ static void fsstat_done(struct rpc_context *rpc, int status, void *data,
 		st->ffiles = ok->ffiles;
 		st->afiles = ok->afiles;
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int fsstat_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -578,7 +559,8 @@ static int fsstat_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.fsroot, &r->fh);
 	r->proc = NFS3_FSSTAT;
-	return rpc_nfs3_fsstat_async(rpc, fsstat_done, &a, r);
+	r->decode = fsstat_decode;
+	return rpc_nfs3_fsstat_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -593,16 +575,10 @@ int nfsc_fsstat_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	return nfsc_submit_idem(n, conn, r);
 }
 
-static void fsinfo_done(struct rpc_context *rpc, int status, void *data,
-			void *priv)
+static int fsinfo_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	FSINFO3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret) {
 		FSINFO3resok *ok = &res->FSINFO3res_u.resok;
 		struct nfsc_fsinfo *fi = r->u.fsinfo.fi;
@@ -614,7 +590,7 @@ static void fsinfo_done(struct rpc_context *rpc, int status, void *data,
 		fi->dtpref = ok->dtpref;
 		fi->maxfilesize = ok->maxfilesize;
 	}
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int fsinfo_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -623,7 +599,8 @@ static int fsinfo_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	nfsc_fh3_set(&a.fsroot, &r->fh);
 	r->proc = NFS3_FSINFO;
-	return rpc_nfs3_fsinfo_async(rpc, fsinfo_done, &a, r);
+	r->decode = fsinfo_decode;
+	return rpc_nfs3_fsinfo_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_fsinfo_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,

@@ -92,20 +92,13 @@ static struct nfsc_req *name_req(struct nfsc *n, const struct nfsc_cred *cr,
 
 /* ---- SETATTR ---- */
 
-static void setattr_done(struct rpc_context *rpc, int status, void *data,
-			 void *priv)
+static int setattr_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	SETATTR3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret) {
-		ret = nfsc_status_to_errno(res->status);
-		post_wcc(r, ret ? &res->SETATTR3res_u.resfail.obj_wcc :
-				  &res->SETATTR3res_u.resok.obj_wcc);
-	}
-	nfsc_complete(r, ret);
+	post_wcc(r, ret ? &res->SETATTR3res_u.resfail.obj_wcc :
+			  &res->SETATTR3res_u.resok.obj_wcc);
+	return ret;
 }
 
 static int setattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -116,7 +109,8 @@ static int setattr_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.object, &r->fh);
 	sattr3_set(&a.new_attributes, &r->sa);
 	r->proc = NFS3_SETATTR;
-	return rpc_nfs3_setattr_async(rpc, setattr_done, &a, r);
+	r->decode = setattr_decode;
+	return rpc_nfs3_setattr_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_setattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -136,32 +130,23 @@ int nfsc_setattr_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- WRITE / COMMIT ---- */
 
-static void write_done(struct rpc_context *rpc, int status, void *data,
-		       void *priv)
+static int write_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	WRITE3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
+	WRITE3resok *ok = &res->WRITE3res_u.resok;
 
-	(void)rpc;
-	if (!ret) {
-		ret = nfsc_status_to_errno(res->status);
-		if (ret) {
-			post_wcc(r, &res->WRITE3res_u.resfail.file_wcc);
-		} else {
-			WRITE3resok *ok = &res->WRITE3res_u.resok;
-
-			post_wcc(r, &ok->file_wcc);
-			*r->u.write.written = ok->count > r->u.write.count ?
-					      r->u.write.count : ok->count;
-			if (nfsc_inject_write_zero(r->n))
-				*r->u.write.written = 0;
-			memcpy(r->u.write.verf, ok->verf, NFS3_WRITEVERFSIZE);
-			atomic_fetch_add(&r->n->write_bytes,
-					 *r->u.write.written);
-		}
+	if (ret) {
+		post_wcc(r, &res->WRITE3res_u.resfail.file_wcc);
+		return ret;
 	}
-	nfsc_complete(r, ret);
+	post_wcc(r, &ok->file_wcc);
+	*r->u.write.written = ok->count > r->u.write.count ? r->u.write.count :
+							     ok->count;
+	if (nfsc_inject_write_zero(r->n))
+		*r->u.write.written = 0;
+	memcpy(r->u.write.verf, ok->verf, NFS3_WRITEVERFSIZE);
+	atomic_fetch_add(&r->n->write_bytes, *r->u.write.written);
+	return 0;
 }
 
 static int write_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -176,7 +161,8 @@ static int write_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	a.data.data_len = r->u.write.count;
 	a.data.data_val = (char *)r->u.write.buf;
 	r->proc = NFS3_WRITE;
-	return rpc_nfs3_write_async(rpc, write_done, &a, r);
+	r->decode = write_decode;
+	return rpc_nfs3_write_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -204,26 +190,18 @@ int nfsc_write_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	return nfsc_submit_or_free(n, conn, r);
 }
 
-static void commit_done(struct rpc_context *rpc, int status, void *data,
-			void *priv)
+static int commit_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	COMMIT3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret) {
-		ret = nfsc_status_to_errno(res->status);
-		if (ret) {
-			post_wcc(r, &res->COMMIT3res_u.resfail.file_wcc);
-		} else {
-			post_wcc(r, &res->COMMIT3res_u.resok.file_wcc);
-			memcpy(r->u.commit.verf, res->COMMIT3res_u.resok.verf,
-			       NFS3_WRITEVERFSIZE);
-		}
-		ret = nfsc_inject_commit_status(r->n, ret);
+	if (ret) {
+		post_wcc(r, &res->COMMIT3res_u.resfail.file_wcc);
+	} else {
+		post_wcc(r, &res->COMMIT3res_u.resok.file_wcc);
+		memcpy(r->u.commit.verf, res->COMMIT3res_u.resok.verf,
+		       NFS3_WRITEVERFSIZE);
 	}
-	nfsc_complete(r, ret);
+	return nfsc_inject_commit_status(r->n, ret);
 }
 
 static int commit_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -233,7 +211,8 @@ static int commit_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	memset(&a, 0, sizeof(a));
 	nfsc_fh3_set(&a.file, &r->fh);
 	r->proc = NFS3_COMMIT;
-	return rpc_nfs3_commit_async(rpc, commit_done, &a, r);
+	r->decode = commit_decode;
+	return rpc_nfs3_commit_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_commit_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -251,6 +230,13 @@ int nfsc_commit_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 	return nfsc_submit_or_free(n, conn, r);
 }
 
+/* The directory and name a call is about (r->fh, r->name). */
+static void where_set(diropargs3 *w, struct nfsc_req *r)
+{
+	nfsc_fh3_set(&w->dir, &r->fh);
+	w->name = r->name;
+}
+
 /* ---- CREATE / MKDIR / SYMLINK / MKNOD: all answer with a new object ---- */
 
 static void created_from(struct nfsc_req *r, const post_op_fh3 *fh,
@@ -263,37 +249,32 @@ static void created_from(struct nfsc_req *r, const post_op_fh3 *fh,
 	nfsc_post_op(attr, &c->attr, &c->has_attr);
 }
 
-#define CREATED_DONE(fn, RES, U)					\
-static void fn(struct rpc_context *rpc, int status, void *data, void *priv) \
+#define CREATED_DECODE(fn, RES, U)					\
+static int fn(struct nfsc_req *r, void *data, int ret)			\
 {									\
-	struct nfsc_req *r = priv;					\
 	RES *res = data;						\
-	int ret = nfsc_rpc_status(r, status, data);			\
 									\
-	(void)rpc;							\
-	if (!ret)							\
-		ret = nfsc_status_to_errno(res->status);		\
 	if (!ret)							\
 		created_from(r, &res->U.resok.obj,			\
 			     &res->U.resok.obj_attributes);		\
-	nfsc_complete(r, ret);						\
+	return ret;							\
 }
-CREATED_DONE(create_done, CREATE3res, CREATE3res_u)
-CREATED_DONE(mkdir_done, MKDIR3res, MKDIR3res_u)
-CREATED_DONE(symlink_done, SYMLINK3res, SYMLINK3res_u)
-CREATED_DONE(mknod_done, MKNOD3res, MKNOD3res_u)
+CREATED_DECODE(create_decode, CREATE3res, CREATE3res_u)
+CREATED_DECODE(mkdir_decode, MKDIR3res, MKDIR3res_u)
+CREATED_DECODE(symlink_decode, SYMLINK3res, SYMLINK3res_u)
+CREATED_DECODE(mknod_decode, MKNOD3res, MKNOD3res_u)
 
 static int create_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	CREATE3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.where.dir, &r->fh);
-	a.where.name = r->name;
+	where_set(&a.where, r);
 	a.how.mode = r->u.mk.exclusive ? GUARDED : UNCHECKED;
 	sattr3_set(&a.how.createhow3_u.obj_attributes, &r->sa);
 	r->proc = NFS3_CREATE;
-	return rpc_nfs3_create_async(rpc, create_done, &a, r);
+	r->decode = create_decode;
+	return rpc_nfs3_create_async(rpc, nfsc_reply, &a, r);
 }
 
 static int mkdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -301,11 +282,11 @@ static int mkdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	MKDIR3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.where.dir, &r->fh);
-	a.where.name = r->name;
+	where_set(&a.where, r);
 	sattr3_set(&a.attributes, &r->sa);
 	r->proc = NFS3_MKDIR;
-	return rpc_nfs3_mkdir_async(rpc, mkdir_done, &a, r);
+	r->decode = mkdir_decode;
+	return rpc_nfs3_mkdir_async(rpc, nfsc_reply, &a, r);
 }
 
 static int symlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -313,12 +294,12 @@ static int symlink_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	SYMLINK3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.where.dir, &r->fh);
-	a.where.name = r->name;
+	where_set(&a.where, r);
 	sattr3_set(&a.symlink.symlink_attributes, &r->sa);
 	a.symlink.symlink_data = r->target;
 	r->proc = NFS3_SYMLINK;
-	return rpc_nfs3_symlink_async(rpc, symlink_done, &a, r);
+	r->decode = symlink_decode;
+	return rpc_nfs3_symlink_async(rpc, nfsc_reply, &a, r);
 }
 
 static int mknod_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -326,8 +307,7 @@ static int mknod_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	MKNOD3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.where.dir, &r->fh);
-	a.where.name = r->name;
+	where_set(&a.where, r);
 	a.what.type = (ftype3)r->u.mk.type;
 	switch (r->u.mk.type) {
 	case NFSC_CHR:
@@ -342,7 +322,8 @@ static int mknod_issue(struct rpc_context *rpc, struct nfsc_req *r)
 		break;
 	}
 	r->proc = NFS3_MKNOD;
-	return rpc_nfs3_mknod_async(rpc, mknod_done, &a, r);
+	r->decode = mknod_decode;
+	return rpc_nfs3_mknod_async(rpc, nfsc_reply, &a, r);
 }
 
 static int created_submit(struct nfsc *n, int conn, struct nfsc_req *r,
@@ -455,20 +436,14 @@ int nfsc_mknod_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- LINK ---- */
 
-static void link_done(struct rpc_context *rpc, int status, void *data,
-		      void *priv)
+static int link_decode(struct nfsc_req *r, void *data, int ret)
 {
-	struct nfsc_req *r = priv;
 	LINK3res *res = data;
-	int ret = nfsc_rpc_status(r, status, data);
 
-	(void)rpc;
-	if (!ret)
-		ret = nfsc_status_to_errno(res->status);
 	if (!ret && r->post)
 		nfsc_post_op(&res->LINK3res_u.resok.file_attributes,
 			     &r->post->attr, &r->post->has_attr);
-	nfsc_complete(r, ret);
+	return ret;
 }
 
 static int link_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -480,7 +455,8 @@ static int link_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	nfsc_fh3_set(&a.link.dir, &r->fh2);
 	a.link.name = r->name2;
 	r->proc = NFS3_LINK;
-	return rpc_nfs3_link_async(rpc, link_done, &a, r);
+	r->decode = link_decode;
+	return rpc_nfs3_link_async(rpc, nfsc_reply, &a, r);
 }
 
 int nfsc_link_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
@@ -506,31 +482,14 @@ int nfsc_link_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 
 /* ---- REMOVE / RMDIR / RENAME: only a status matters ---- */
 
-#define STATUS_DONE(fn, RES)						\
-static void fn(struct rpc_context *rpc, int status, void *data, void *priv) \
-{									\
-	struct nfsc_req *r = priv;					\
-	RES *res = data;						\
-	int ret = nfsc_rpc_status(r, status, data);			\
-									\
-	(void)rpc;							\
-	if (!ret)							\
-		ret = nfsc_status_to_errno(res->status);		\
-	nfsc_complete(r, ret);						\
-}
-STATUS_DONE(remove_done, REMOVE3res)
-STATUS_DONE(rmdir_done, RMDIR3res)
-STATUS_DONE(rename_done, RENAME3res)
-
 static int remove_issue(struct rpc_context *rpc, struct nfsc_req *r)
 {
 	REMOVE3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.object.dir, &r->fh);
-	a.object.name = r->name;
+	where_set(&a.object, r);
 	r->proc = NFS3_REMOVE;
-	return rpc_nfs3_remove_async(rpc, remove_done, &a, r);
+	return rpc_nfs3_remove_async(rpc, nfsc_reply, &a, r);
 }
 
 static int rmdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -538,10 +497,9 @@ static int rmdir_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	RMDIR3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.object.dir, &r->fh);
-	a.object.name = r->name;
+	where_set(&a.object, r);
 	r->proc = NFS3_RMDIR;
-	return rpc_nfs3_rmdir_async(rpc, rmdir_done, &a, r);
+	return rpc_nfs3_rmdir_async(rpc, nfsc_reply, &a, r);
 }
 
 static int rename_issue(struct rpc_context *rpc, struct nfsc_req *r)
@@ -549,34 +507,36 @@ static int rename_issue(struct rpc_context *rpc, struct nfsc_req *r)
 	RENAME3args a;
 
 	memset(&a, 0, sizeof(a));
-	nfsc_fh3_set(&a.from.dir, &r->fh);
-	a.from.name = r->name;
+	where_set(&a.from, r);
 	nfsc_fh3_set(&a.to.dir, &r->fh2);
 	a.to.name = r->name2;
 	r->proc = NFS3_RENAME;
-	return rpc_nfs3_rename_async(rpc, rename_done, &a, r);
+	return rpc_nfs3_rename_async(rpc, nfsc_reply, &a, r);
+}
+
+/* A call about dir/name and nothing more. */
+static int name_call(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     nfsc_issue_fn issue, nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, issue, cb, priv, &err);
+
+	return r ? nfsc_submit_or_free(n, conn, r) : err;
 }
 
 int nfsc_remove_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *dir, const char *name,
 		      nfsc_cb cb, void *priv)
 {
-	int err;
-	struct nfsc_req *r = name_req(n, cr, dir, name, remove_issue, cb,
-				      priv, &err);
-
-	return r ? nfsc_submit_or_free(n, conn, r) : err;
+	return name_call(n, conn, cr, dir, name, remove_issue, cb, priv);
 }
 
 int nfsc_rmdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		     const struct nfsc_fh *dir, const char *name,
 		     nfsc_cb cb, void *priv)
 {
-	int err;
-	struct nfsc_req *r = name_req(n, cr, dir, name, rmdir_issue, cb,
-				      priv, &err);
-
-	return r ? nfsc_submit_or_free(n, conn, r) : err;
+	return name_call(n, conn, cr, dir, name, rmdir_issue, cb, priv);
 }
 
 int nfsc_rename_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,

@@ -39,6 +39,9 @@ struct nfsc_req {
 	struct nfsc *n;
 	struct nfsc_conn *conn;
 	nfsc_issue_fn issue;
+	/* The procedure's part of its reply (calls.c's nfsc_reply), set by
+	 * issue; NULL: the status is all. */
+	int (*decode)(struct nfsc_req *r, void *data, int status);
 	struct nfsc_cred cred;
 	struct nfsc_fh fh;		/* the object the call is about */
 	char name[NFSC_NAME_MAX + 1];	/* LOOKUP, CREATE, ..., RENAME from */
@@ -196,6 +199,8 @@ bool nfsc_inject_auth_error(struct nfsc *n, uint32_t uid);
 
 /* calls.c */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data);
+/* The libnfs callback of every call (r is priv): see r->decode. */
+void nfsc_reply(struct rpc_context *rpc, int status, void *data, void *priv);
 int nfsc_attr_from_fattr3(struct nfsc_attr *a, const struct fattr3 *f);
 void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
 		  bool *has_attr);
