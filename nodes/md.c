@@ -690,33 +690,21 @@ static void rec_out(const struct md_rec *r, struct nodes_md_rec *o)
 	memcpy(o->blob, r->blob, r->len);
 }
 
-size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
-		    struct nodes_md_rec *out, size_t max)
+/* Copy out nodeid's records of one chain (its own, or its directory
+ * entries): at most max, or max + 1 if there are more. */
+static size_t chain_get(struct nodes_md *m, uint64_t nodeid, bool dents,
+			struct nodes_md_rec *out, size_t max)
 {
 	size_t n = 0;
 	uint64_t s;
+	uint32_t r1 = 0;
 
 	pthread_mutex_lock(&m->lock);
 	s = node_slot(m, nodeid);
-	for (uint32_t r1 = s == UINT64_MAX ? 0 :
-	     m->nodev[m->by_node.v[s] - 1].own1; r1 && n < max;
-	     r1 = m->recs[r1 - 1].next1)
-		rec_out(&m->recs[r1 - 1], &out[n++]);
-	pthread_mutex_unlock(&m->lock);
-	return n;
-}
-
-size_t nodes_md_get_dents(struct nodes_md *m, uint64_t nodeid,
-			  struct nodes_md_rec *out, size_t max)
-{
-	size_t n = 0;
-	uint64_t s;
-
-	pthread_mutex_lock(&m->lock);
-	s = node_slot(m, nodeid);
-	for (uint32_t r1 = s == UINT64_MAX ? 0 :
-	     m->nodev[m->by_node.v[s] - 1].dent1; r1;
-	     r1 = m->recs[r1 - 1].next1) {
+	if (s != UINT64_MAX)
+		r1 = dents ? m->nodev[m->by_node.v[s] - 1].dent1 :
+			     m->nodev[m->by_node.v[s] - 1].own1;
+	for (; r1; r1 = m->recs[r1 - 1].next1) {
 		if (n == max) {
 			n = max + 1;	/* more than asked for */
 			break;
@@ -725,6 +713,20 @@ size_t nodes_md_get_dents(struct nodes_md *m, uint64_t nodeid,
 	}
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+size_t nodes_md_get(struct nodes_md *m, uint64_t nodeid,
+		    struct nodes_md_rec *out, size_t max)
+{
+	size_t n = chain_get(m, nodeid, false, out, max);
+
+	return n > max ? max : n;
+}
+
+size_t nodes_md_get_dents(struct nodes_md *m, uint64_t nodeid,
+			  struct nodes_md_rec *out, size_t max)
+{
+	return chain_get(m, nodeid, true, out, max);
 }
 
 int nodes_md_get_one(struct nodes_md *m, uint64_t nodeid, uint8_t kind,
