@@ -2,14 +2,16 @@
  *
  * pool.c:  connections, mount, service threads, submission queues.
  * calls.c: one request type per NFSv3 procedure: argument building, reply
- *          decoding, nfsstat3 -> errno.
+ *          decoding (every reply passes nfsc_reply), nfsstat3 -> errno.
  * sync.c:  sync helpers made from the async calls plus a stack waiter.
+ * origin.c: the origin lost and back (offline=): probes, fail-fast.
  * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
  *
  * Locks, and what they guard:
  * - nfsc_conn.lock: the connection's submission queue (head, tail) and
  *   stopping. Held only to queue or unqueue; nothing is called under it.
  * - sync.c's struct waiter .lock: that waiter's pending and status.
+ * - nfsc.watch_lock (origin.c): watch_stop and the probe slots; a leaf.
  * Nesting: none. No nfsclient lock is held while another is taken, while
  * a libnfs call runs, or while a caller's callback runs (callbacks may take
  * their own locks and submit new calls, which takes nfsc_conn.lock).
