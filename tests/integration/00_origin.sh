@@ -1,16 +1,11 @@
 #!/bin/bash
 # Harness self-test: ganesha origins (two side by side) serve a fill_tree'd dir byte-exactly to libnfs (nfs-ls -R, nfs-cat); no gateway involved.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
-trap harness_cleanup EXIT
-harness_require_root
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh" origin
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || { echo "fill_tree failed" >&2; exit 1; }
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 
 # 1. Listing: nfs-ls -R (mode, nlink, uid, gid, size, path) against find.
 #    Symbolic mode + size + relative path; both sorted.

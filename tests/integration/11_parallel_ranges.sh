@@ -5,11 +5,9 @@ set -uo pipefail
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
+test_origin "$data"
 work=$(harness_tmpdir work)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_mount
 
 # "bs skip count" — file is 33 MiB + 12345 bytes.
 readers=(

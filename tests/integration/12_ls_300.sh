@@ -5,10 +5,8 @@ set -uo pipefail
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || exit 1
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin "$data"
+test_mount
 
 # mode string, size, name (names have no spaces); skip the "total" line.
 listing() { LC_ALL=C ls -l "$1" | awk 'NR > 1 { print $1, $5, $NF }'; }

@@ -2,20 +2,11 @@
 # fsync/close are only answered once the data is stable: a close racing another close whose COMMIT is held (and the origin restarted under it) returns after the resend, a COMMIT error reaches both, a write split into wsize chunks with the origin restarting between chunks is resent whole (counted, bytes exact), a WRITE answered with 0 bytes fails with EIO in bounded time while the gateway lives on, and a write lost in a restart is resent before a newer overlapping one (the origin ends with the newer bytes).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 work=$(harness_tmpdir work)
 OPS=$work/ops.py
-cat >"$OPS" <<-'PY'
-	import ctypes, errno, os, sys, threading, time
-
-	def res(f):
-	    try:
-	        f()
-	        return "ok"
-	    except OSError as e:
-	        return errno.errorcode[e.errno]
+py_script "$OPS" <<-'PY'
+	import ctypes, threading, time
 
 	def count(log, marker):
 	    with open(log, errors="replace") as f:
@@ -92,7 +83,7 @@ cat >"$OPS" <<-'PY'
 	PY
 
 data=$(harness_tmpdir origin-data)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 # ganesha's write verifier is its start time in seconds: a restart within
 # the second it started in keeps the verifier, and the origin then cannot
 # tell its clients that it lost their unstable writes. Start the new one in

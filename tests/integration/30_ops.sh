@@ -2,15 +2,11 @@
 # Every namespace/data operation through the mount (create, write, sparse, O_APPEND, mkdir, rename, mkfifo, mknod, symlink, link, chmod, chown, truncate, utimens, unlink, rmdir, fsync, fallocate) leaves the origin dir and the mount identical after each step.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin "$data"
+test_mount
 M=$mnt O=$data
 
 # check STEP: the origin dir and the mount have the same manifest.

@@ -1,15 +1,8 @@
 #!/bin/bash
 # Each error through the mount (ENOENT, EEXIST, ENOTEMPTY, ENOTDIR, EISDIR, EINVAL, ENAMETOOLONG, ELOOP; EACCES/EPERM as uid 1000; EXDEV; EROFS on -o ro; ENOSPC from a full origin) equals the errno the same syscall gets on a local filesystem.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
-harness_require_root
-harness_require_gateway
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
+test_require_cmd setpriv
 
 # The origin's export is a small ext4 on a loop device, so that ENOSPC can
 # be reached quickly. Its mount is unmounted by hand once ganesha is gone

@@ -2,14 +2,12 @@
 # fio random 4 KiB writes through the mount (2 jobs x 16 MiB, --verify=crc32c, fsync on close) pass verification; the origin's files then equal the mount's bytes, also after a remount with dropped page cache.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-command -v fio >/dev/null || { echo "SKIP: fio not installed" >&2; exit 77; }
+test_require_cmd fio
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin "$data"
+test_mount
 mkdir "$mnt/fio" || { echo "mkdir through the mount failed" >&2; exit 1; }
 
 cd "$work" || exit 1 # fio writes its verify state files into the cwd

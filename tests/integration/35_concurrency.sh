@@ -2,18 +2,14 @@
 # Concurrency through the mount: two processes writing interleaved and disjoint ranges of one file leave the exact combination at the origin and in the cache; readers racing an appender only ever see a prefix of the final file; rename over an open file leaves the origin consistent (fd behaviour compared with a local fs and reported).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
 loc=$(harness_tmpdir local)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin "$data"
+test_mount
 
 # 1. Two writers, one file (8 MiB, cached before): writer 0 writes the even
 # 4 KiB pages, writer 1 the odd ones, each in its own process and fd, at

@@ -12,10 +12,8 @@ metric() { # CACHE_DIR NAME
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,write_window=64k" || exit 1
+test_origin "$data"
+test_mount write_window=64k
 
 head -c $((32 << 20)) /dev/urandom >"$work/big"
 for i in 1 2 3 4; do head -c $((16 << 20)) /dev/urandom >"$work/w$i"; done

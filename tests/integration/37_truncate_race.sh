@@ -5,11 +5,9 @@ set -uo pipefail
 PY=$(command -v python3) || { echo "SKIP: no python3" >&2; exit 77; }
 
 data=$(harness_tmpdir origin-data)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
+test_origin "$data"
 work=$(harness_tmpdir work)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_mount
 
 cat >"$work/race.py" <<-'PY'
 	import mmap, os, sys, threading, time

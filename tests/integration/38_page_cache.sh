@@ -3,16 +3,10 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 command -v fincore >/dev/null || { echo "SKIP: fincore (util-linux) not installed" >&2; exit 77; }
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
-data=$(harness_tmpdir origin-data)
 SIZE=$((4 * 1048576))
-head -c "$SIZE" /dev/urandom >"$data/f"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin_random f "$SIZE"
+test_mount
 drops() { gw_metric "$cdir" kernel_cache_drops_total; }
 # Bytes of the mount's file in the page cache (fincore maps it: only
 # while no writer has it open, or the map is refused).

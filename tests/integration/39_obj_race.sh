@@ -13,7 +13,7 @@ COLD=$((512 * KiB))
 data=$(harness_tmpdir origin-data)
 for ((i = 0; i < NHOT; i++)); do head -c $HOT /dev/urandom >"$data/hot$i"; done
 for ((i = 0; i < NCOLD; i++)); do head -c $COLD /dev/urandom >"$data/cold$i"; done
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 work=$(harness_tmpdir work)

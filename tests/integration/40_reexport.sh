@@ -1,52 +1,23 @@
 #!/bin/bash
 # Re-export (origin → gateway → second ganesha, VFS FSAL → libnfs clients): tree and bytes equal the origin's, nfs-cp writes reach the origin, old file/dir handles still work after re-exporter + gateway restart on the same cache_dir, deleted/replaced files give NFS3ERR_STALE.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
+test_require_fhclient
+test_require_cmd nfs-cp mountpoint
+trap test_reexport_cleanup EXIT
 
-: "${FHCLIENT:=$(dirname "$CACHEGW")/../tests/reexport/fhclient}"
-if [ ! -x "$FHCLIENT" ]; then
-	echo "SKIP: test client $FHCLIENT not built (tests/reexport)" >&2
-	exit 77
-fi
-for b in nfs-cp mountpoint; do
-	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
-done
-
-# The re-exporter holds the FUSE mount busy: stop it before the harness
-# unmounts anything.
-cleanup() {
-	origin_stop reexp
-	harness_cleanup
-}
-trap cleanup EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || { echo "fill_tree failed" >&2; exit 1; }
 printf 'kept after restart\n' >"$data/nested/l1/l2/l3/deep_keep"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
+test_origin "$data"
 work=$(harness_tmpdir work)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
+test_mount allow_other
 gw_log1=$GW_LOG
 dev1=$(timeout 10 mountpoint -d "$mnt") || { echo "mountpoint -d $mnt failed" >&2; exit 1; }
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+test_reexport
 rurl() { origin_url reexp "$1"; }
-# Stop early if the gateway died (everything after would only fail too).
-gw_check() {
-	pid_alive "$GW_PID" && return 0
-	echo "FAIL: the gateway (pid $GW_PID) died; its log ($GW_LOG):" >&2
-	sanitizer_check "$GW_LOG" || true
-	tail -n 15 "$GW_LOG" >&2
-	exit 1
-}
 
 # Device-number pinning.  A new mount gets the lowest free anonymous device
 # minor; tests running beside this one take and free minors all the time.
@@ -75,15 +46,6 @@ release_minors() {
 		umount "$ph" || hlog "could not unmount $ph"
 	done
 	DEVHOLD=()
-}
-
-# Stop early if the gateway died (everything after would only fail too).
-gw_check() {
-	pid_alive "$GW_PID" && return 0
-	echo "FAIL: the gateway (pid $GW_PID) died; its log ($GW_LOG):" >&2
-	sanitizer_check "$GW_LOG" || true
-	tail -n 15 "$GW_LOG" >&2
-	exit 1
 }
 
 # mount_gateway_on_dev DEV URL MNT OPTS: mount the gateway so that it gets
@@ -239,7 +201,7 @@ is_mounted "$mnt" && { echo "FAIL: $mnt still mounted after unmount" >&2; exit 1
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 release_minors
 dev2=$(timeout 10 mountpoint -d "$mnt") || { echo "mountpoint -d $mnt failed" >&2; exit 1; }
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+test_reexport
 drop_caches
 if [ "$dev1" != "$dev2" ]; then
 	echo "gateway mount's device number changed across the remount ($dev1 -> $dev2):" \

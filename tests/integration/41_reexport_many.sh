@@ -1,9 +1,7 @@
 #!/bin/bash
 # 16 concurrent libnfs clients (nfs-cat loops) read a mixed set of files through a ganesha re-export of the gateway for CACHEGW_SOAK_SECONDS (20): no errors, exact bytes, gateway RSS flat.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
-harness_require_root
-harness_require_gateway
+. "$(dirname "$0")/../lib/test.sh"
 
 SOAK=${CACHEGW_SOAK_SECONDS:-20}
 CLIENTS=16
@@ -14,14 +12,8 @@ RSS_SLACK_KB=$((32 * 1024))
 # growth; keep it small so that RSS reflects what the gateway holds.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16"
 
-cleanup() {
-	origin_stop reexp
-	harness_cleanup
-}
-trap cleanup EXIT
+trap test_reexport_cleanup EXIT
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
 # Mixed set: 24 small files (0 B .. ~200 KiB) and 4 of a few MiB.
@@ -45,11 +37,9 @@ for f in "${files[@]}"; do
 	want[$f]=$(sha256sum <"$data/$f" | cut -d' ' -f1)
 done
 
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+test_origin "$data"
+test_mount allow_other
+test_reexport
 
 # One pass first: every file once (fills the cache).
 for f in "${files[@]}"; do

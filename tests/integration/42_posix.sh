@@ -2,17 +2,13 @@
 # POSIX behaviour through the mount (default actimeo) compared with a local fs: nlink/ctime of a file's other names right after link/unlink/rename-over; open-unlink and rename-over-open keep the descriptor working (fstat, read, write, fsync) and leave nothing at the origin after close; hidden names left by a killed gateway are removed at the next start (and nothing else); a non-owner write to a setuid/setgid file succeeds and clears the bits; symlink targets too long for the origin call give ENAMETOOLONG; times outside NFSv3's range are clamped, never wrapped.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
+test_require_cmd setpriv
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
 loc=$(harness_tmpdir local)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
+test_origin "$data"
+test_mount allow_other
 
 # same CASE SCRIPT [ARGS]: run a python script in $loc/CASE and in
 # $mnt/CASE; their outputs must be equal.

@@ -1,27 +1,19 @@
 #!/bin/bash
 # cachegw-inspect warm and top, and the control socket serving clients side by side (stats answered while a cached waits on a stopped origin): --dry-run on a cold tree lists every file and fetches nothing; warm of a tree makes every byte cached (and says how many), after which reading the tree gives the origin's bytes with 0 bytes from the origin; a second warm skips everything; paths outside the mount are refused; top --once shows a non-zero origin read rate while a reader runs.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
+. "$(dirname "$0")/../lib/test.sh" inspect
 trap '[ -n "${ORIGIN_PID:-}" ] && kill -CONT "$ORIGIN_PID" 2>/dev/null; harness_cleanup' EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data/tree" || exit 1
 mkdir "$data/cold"
 for ((i = 0; i < 400; i++)); do head -c 32768 /dev/urandom >"$data/cold/c$i"; done
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { echo "FAIL: the origin did not start" >&2; exit 1; }
-mnt=$(harness_tmpdir mnt)
+test_origin "$data"
 work=$(harness_tmpdir work)
-cdir=$(harness_tmpdir cache)/c
 # actimeo=0: step 6 changes a file at the origin and warms it at once; the
 # kernel reads a file only up to the size it holds, which (with the
 # default attribute cache) may still be the old one for a few seconds.
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=0" || { echo "FAIL: mount with cache_dir=$cdir,actimeo=0 failed (log: $GW_LOG)" >&2; tail -5 "$GW_LOG" >&2; exit 1; }
+test_mount -n actimeo=0
 warm() { timeout 300 "$CACHEGW_INSPECT" warm --cache-dir "$cdir" "$@"; }
 
 # What warm should find: the tree's regular files, and the non-empty ones

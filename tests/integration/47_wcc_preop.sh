@@ -8,17 +8,9 @@ MiB=1048576
 
 data=$(harness_tmpdir origin-data)
 head -c $((4 * MiB)) /dev/urandom >"$data/foreign.bin"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-pport=$((ORIGIN_NFS_PORT + 5))
-if _port_listening "$pport"; then
-	echo "port $pport in use" >&2
-	exit 1
-fi
-proxy_start "$pport" "$(dirname "$0")/../lib/wccproxy.py" || { echo "FAIL: the proxy did not listen" >&2; exit 1; }
-url=$PROXY_URL
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
+test_origin "$data"
+test_proxy wccproxy.py
+test_mount
 
 # 1. The mount's own writes, one after the other, in an open file: each
 #    WRITE finds what the one before left. Not someone else's change: the

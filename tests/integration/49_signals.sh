@@ -2,14 +2,12 @@
 # Signals and unmounts as admins expect: SIGHUP leaves a gateway without logfile= serving, and with one reopens it after logrotate's rename (new lines in a new file of the old mode, none in the renamed one); umount/fusermount3 -u with a file open or a cwd inside fail with EBUSY and the gateway serves on; umount -l lets an open file keep writing, and at its close the gateway commits and exits 0; SIGTERM with a WRITE held in flight, and SIGINT with a COMMIT held, take the mount away at once, let the writer finish, and exit 0 with every byte at the origin; one SIGTERM with a file left open stops it after drain_timeout= and commits what it wrote; a second SIGTERM with the origin not answering exits 1 in bounded time with a log line saying what was given up; 80 detached mounts whose last file closes exit 0 each.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
 head -c $((1024 * 1024)) /dev/urandom >"$data/f"
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$work/src"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 
 # writer.py PATH SRC N GO: write the first N bytes of SRC to PATH, say
 # "wrote", wait for the file GO ("-": do not), write the rest, close, say

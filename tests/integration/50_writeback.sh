@@ -2,12 +2,10 @@
 # -o writeback (the kernel's FUSE write-back cache): random 4 KiB writes reach the origin as fewer, larger WRITEs of the kernel's dirty pages; after close a second gateway mount and libnfs (nfs-cat) read exactly the bytes written; with write_window=64k four writers wait for the window (waits and time counted) and every byte arrives; a full origin (tmpfs, size=4m) makes fsync and close fail with ENOSPC, one over its quota (a btrfs qgroup) with EDQUOT; after kill -9 of the gateway what was fsync'ed is at the origin, and the cache it left verifies and serves the same bytes; a 512 MiB dd conv=fsync (up to 16 WRITEs of 1 MiB in flight, each growing the file) keeps the gateway alive and reaches the origin and the cache byte for byte.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 mnt=$(harness_tmpdir mnt)
 mnt2=$(harness_tmpdir mnt2)
 cdir=$(harness_tmpdir cache)
@@ -34,15 +32,8 @@ cat >"$work/rw.py" <<-'PY'
 	PY
 # full.py FILE BYTES fsync|close: write BYTES, then fsync (or only close);
 # prints what each call gave ("write ok fsync ENOSPC close ok").
-cat >"$work/full.py" <<-'PY'
-	import errno, os, sys
+py_script "$work/full.py" <<-'PY'
 	path, n, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-	def res(f):
-	    try:
-	        f()
-	        return "ok"
-	    except OSError as e:
-	        return errno.errorcode[e.errno]
 	fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
 	out = ["write", res(lambda: os.write(fd, b"x" * n))]
 	if how == "fsync":

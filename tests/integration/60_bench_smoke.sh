@@ -63,21 +63,18 @@ timeout -k 10 120 "$BENCH" strategies --size 32M --rounds 1 --quiet --workdir "$
 rc=$?
 [ $rc = 0 ] || { bad "cachegw-bench strategies exited $rc"; tail -n 30 "$work/strategies.err" >&2; }
 grep -q '^strategy  *fill_MBps' "$work/strategies.out" || bad "strategies: no table"
-check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+# The columns of strategies.csv.
+scols=strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds
+check_csv "$work/strategies.csv" "$scols" \
 	2 2 buffered dontcache direct fadvise
-check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+check_csv "$work/strategies.csv" "$scols" \
 	6 7 buffered dontcache direct fadvise
 # page_cache_MiB (8) is a growth: negative when other jobs free memory.
-num='^-?[0-9]+(\.[0-9]+)?$' check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+num='^-?[0-9]+(\.[0-9]+)?$' check_csv "$work/strategies.csv" "$scols" \
 	8 8 buffered dontcache direct fadvise
-check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+check_csv "$work/strategies.csv" "$scols" \
 	9 10 buffered dontcache direct fadvise
-check_csv "$work/strategies.csv" \
-	strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds \
+check_csv "$work/strategies.csv" "$scols" \
 	12 14 buffered dontcache direct fadvise
 if [ -n "$plot" ]; then
 	[ "$(head -c 4 "$plot" | tail -c 3)" = PNG ] || bad "strategies --plot did not write a PNG"

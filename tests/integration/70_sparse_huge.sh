@@ -1,14 +1,8 @@
 #!/bin/bash
 # Huge sparse files through the mount (origin on tmpfs, which takes them): truncate to 1 PiB and 8 PiB, a read near the end (zeros), truncate to 0; and to 512 GiB (under the cache's 1 TiB object limit: cached) with data written near its end, read back, truncate to 0: each call returns within 60 s, the bytes are the origin's, and the gateway's peak RSS grows by less than 256 MiB (before: 37 s and +2 GiB for 1 PiB, the presence bitmap sized by the apparent size); afterwards an ordinary file still caches (a warm read takes no READ).
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
+. "$(dirname "$0")/../lib/test.sh" inspect
 trap 'cleanup_tmpfs' EXIT
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 tmpfs=
 cleanup_tmpfs() {
@@ -25,10 +19,8 @@ tmpfs=$(harness_tmpdir origin-tmpfs)
 mount -t tmpfs -o size=64m,mode=0755 cgwtest "$tmpfs" || { echo "SKIP: cannot mount a tmpfs" >&2; tmpfs=; exit 77; }
 head -c 200000 /dev/urandom >"$tmpfs/plain.bin"
 : >"$tmpfs/huge"
-origin_start origin "$tmpfs" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { echo "FAIL: the origin did not start" >&2; exit 1; }
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)/c
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir" || { echo "FAIL: mount" >&2; exit 1; }
+test_origin "$tmpfs"
+test_mount -n
 
 hwm() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$GW_PID/status"; }
 h0=$(hwm)

@@ -16,19 +16,10 @@ ln -s hostile_len_4095 "$data/links/ok4095"
 ln -s hostile_len_4096 "$data/links/n4096"
 ln -s hostile_len_5000 "$data/links/n5000"
 head -c $((16 * MiB)) /dev/urandom >"$data/big.bin"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-pport=$((ORIGIN_NFS_PORT + 5))
-if _port_listening "$pport"; then
-	echo "port $pport in use" >&2
-	exit 1
-fi
+test_origin "$data"
 counts=$HARNESS_TMP/proxy.counts
-proxy_start "$pport" "$(dirname "$0")/../lib/hostile_proxy.py" --names --readlink \
-	--fsinfo 8192 --count-file "$counts" || { echo "FAIL: the proxy did not listen" >&2; exit 1; }
-url=$PROXY_URL
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
+test_proxy hostile_proxy.py --names --readlink --fsinfo 8192 --count-file "$counts"
+test_mount
 
 # 1. The listing: the good names, each once; "." and ".." once each.
 want=$(printf '%s\n' $good | sort)

@@ -9,20 +9,11 @@ data=$(harness_tmpdir origin-data)
 head -c 300000 /dev/urandom >"$data/known.bin"
 head -c 300000 /dev/urandom >"$data/fresh.bin"
 head -c 300000 /dev/urandom >"$data/other.bin"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-pport=$((ORIGIN_NFS_PORT + 5))
-if _port_listening "$pport"; then
-	echo "port $pport in use" >&2
-	exit 1
-fi
+test_origin "$data"
 sizes=$HARNESS_TMP/sizes
 : >"$sizes"
-proxy_start "$pport" "$(dirname "$0")/../lib/hostile_proxy.py" --size-file "$sizes" ||
-	{ echo "FAIL: the proxy did not listen" >&2; exit 1; }
-url=$PROXY_URL
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$url" "$mnt" "cache_dir=$cdir" || exit 1
+test_proxy hostile_proxy.py --size-file "$sizes"
+test_mount
 
 # The mount knows known.bin (looked up, opened, read, cached).
 [ "$(sum "$mnt/known.bin")" = "$(sum "$data/known.bin")" ] || bad "known.bin reads wrong before the lie"

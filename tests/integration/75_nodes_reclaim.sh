@@ -15,10 +15,8 @@ data=$(harness_tmpdir origin-data)
 mkdir "$data/keep" "$data/churn"
 for i in $(seq 1 20); do echo "kept file $i" >"$data/keep/k$i"; done
 for i in $(seq 1 300); do echo "churn $i" >"$data/churn/c$i"; done
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,reclaim_after=0" || exit 1
+test_origin "$data"
+test_mount allow_other,reclaim_after=0
 metric() { gw_metric "$cdir" "$1"; }
 
 ls -l "$mnt/keep" "$mnt/churn" >/dev/null || bad "listing through the mount"

@@ -1,31 +1,18 @@
 #!/bin/bash
 # Re-export handles cannot be guessed: through a ganesha re-export of the mount, a client holding the handle of one file and making the handle of another (that file's node-id, its own generation: what a client can guess, node-ids being sequential) gets NFS3ERR_STALE, not the other file's bytes; real handles of both read their own bytes, before and after a gateway + re-exporter restart on the same cache_dir (the key is kept); two files' generations differ.
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
-harness_require_root
-harness_require_gateway
-
-: "${FHCLIENT:=$(dirname "$CACHEGW")/../tests/reexport/fhclient}"
-[ -x "$FHCLIENT" ] || { echo "SKIP: test client $FHCLIENT not built (tests/reexport)" >&2; exit 77; }
-cleanup() {
-	origin_stop reexp
-	harness_cleanup
-}
-trap cleanup EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/../lib/test.sh"
+test_require_fhclient
+trap test_reexport_cleanup EXIT
 
 data=$(harness_tmpdir origin-data)
 mkdir -m 0700 "$data/private"
 echo "the file a client was given" >"$data/private/given"
 echo "a file the client was never given" >"$data/private/secret"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
+test_origin "$data"
+test_mount allow_other
 cat "$mnt/private/given" "$mnt/private/secret" >/dev/null	# the gateway has seen both
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+test_reexport
 R=$(origin_url reexp)
 
 ha=$("$FHCLIENT" gethandle "$R" private/given) || { echo "FAIL: gethandle given" >&2; exit 1; }

@@ -2,9 +2,7 @@
 # A CREATE that finds the file already there (made at the origin between the kernel's LOOKUP and the CREATE, held open by fault injection) opens it as open(2) would: uid 1000 gets EACCES for root's 0600 file that root had cached through the mount (not a descriptor on its bytes), and opens and reads a 0666 one.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
+test_require_cmd setpriv
 
 U=1000 G=1000
 AS_U=(setpriv --reuid "$U" --regid "$G" --clear-groups --)
@@ -31,7 +29,7 @@ data=$(harness_tmpdir origin-data)
 mkdir -m 1777 "$data/pub"
 printf 'top secret\n' >"$data/secret" && chmod 0600 "$data/secret"
 printf 'for all\n' >"$data/open" && chmod 0666 "$data/open"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin "$data"
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 release=$work/release

@@ -2,22 +2,13 @@
 # -o writeback, a full origin (tmpfs, size=4m): a write-back WRITE's ENOSPC goes once to each descriptor open for writing when it happened (fsync fails, the next one succeeds), not to a reader whose close() flushed the pages, nor to a writer opened after it.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 work=$(harness_tmpdir work)
 # errseq.py FILE: writers a and b open, a writes 8 MiB into the page cache,
 # reader r opens and closes (the kernel writes the dirty pages out at its
 # close), writer c opens; then fsyncs and closes; prints each result.
-cat >"$work/errseq.py" <<-'PY'
-	import errno, os, sys
+py_script "$work/errseq.py" <<-'PY'
 	path = sys.argv[1]
-	def res(f):
-	    try:
-	        f()
-	        return "ok"
-	    except OSError as e:
-	        return errno.errorcode[e.errno]
 	out = []
 	a = os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
 	b = os.open(path, os.O_WRONLY)

@@ -2,8 +2,6 @@
 # -o writeback, two writers of one file (uid 1000 its owner, uid 1001 through its group): with the owner's access revoked at the origin while both hold dirty pages, the other's fsync succeeds and the origin holds both writers' bytes exactly, whichever opened last (the file the kernel sends the pages through); with both revoked, each writer's fsync fails once with EACCES.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 
 work=$(harness_tmpdir work)
 # two.py MNTFILE ORIGINFILE ORDER REVOKE: uid 1000 (A, no groups) and uid
@@ -11,8 +9,7 @@ work=$(harness_tmpdir work)
 # kernel sends write-back pages through one of them), each writes 64 KiB
 # (whole pages: no READ) into the page cache; then, at the origin, the file
 # goes to REVOKE (uid:gid); then B fsyncs, A fsyncs, both again, both close.
-cat >"$work/two.py" <<-'PY'
-	import errno, os, sys
+py_script "$work/two.py" <<-'PY'
 	path, opath, order, revoke = sys.argv[1:5]
 	users = {"a": (1000, 1000, []), "b": (1001, 1001, [4242])}
 	def as_user(who, fn):
@@ -26,12 +23,6 @@ cat >"$work/two.py" <<-'PY'
 	        os.seteuid(0)
 	        os.setegid(0)
 	        os.setgroups([])
-	def res(f):
-	    try:
-	        f()
-	        return "ok"
-	    except OSError as e:
-	        return errno.errorcode[e.errno]
 	fds = {}
 	for who in order:
 	    fds[who] = as_user(who, lambda: os.open(path, os.O_WRONLY))
@@ -49,10 +40,8 @@ cat >"$work/two.py" <<-'PY'
 
 data=$(harness_tmpdir origin-data)
 chmod 0755 "$data"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,writeback,allow_other" || exit 1
+test_origin "$data"
+test_mount writeback,allow_other
 
 "$PY" -c 'import sys; sys.stdout.buffer.write(b"A" * 65536 + b"B" * 65536)' >"$work/expect"
 # round NAME ORDER REVOKE WANT

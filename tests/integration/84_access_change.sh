@@ -2,9 +2,7 @@
 # Cached ACCESS answers end with the attributes they were given for: a file uid 1000 read through the mount, chmod'ed 0600 at the origin (or through the mount), is refused to uid 1000 at its next open (EACCES, no byte read), well inside acregmax; made readable again, it is read again.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
+test_require_cmd setpriv
 
 U=1000 G=1000
 AS_U=(setpriv --reuid "$U" --regid "$G" --clear-groups --)
@@ -35,10 +33,8 @@ for f in a b; do
 	# acregmax, far longer than this test.
 	touch -d '2001-01-01 00:00' "$data/$f"
 done
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,acregmin=600,acregmax=600" || exit 1
+test_origin "$data"
+test_mount allow_other,acregmin=600,acregmax=600
 
 # 1. Changed at the origin: the open's close-to-open GETATTR shows the new
 # ctime and mode, and the answer cached for uid 1000 goes with them: the

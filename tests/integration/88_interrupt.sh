@@ -1,23 +1,16 @@
 #!/bin/bash
 # A caller waiting on an origin that does not answer stays killable: with the origin stopped (SIGSTOP), `timeout 2` ends an open of a cached file (close-to-open GETATTR/ACCESS), a stat of a name never looked up (LOOKUP), a readlink, a stat after the attribute timeout and a df (FSSTAT) within seconds (the gateway answers the kernel's FUSE_INTERRUPT with EINTR), each caller gone, not in uninterruptible sleep; once the origin runs again the same calls succeed with the origin's bytes, and the gateway exits cleanly (the abandoned calls' answers dropped, no leak under ASan).
 set -uo pipefail
-. "$(dirname "$0")/../../harness/origin.sh"
+. "$(dirname "$0")/../lib/test.sh"
 trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; harness_cleanup' EXIT
-harness_require_root
-harness_require_gateway
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 
 data=$(harness_tmpdir origin-data)
 head -c 300000 /dev/urandom >"$data/cached.bin"
 echo never >"$data/never-looked-up"
 ln -s cached.bin "$data/link"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { echo "FAIL: the origin did not start" >&2; exit 1; }
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)/c
+test_origin "$data"
 work=$(harness_tmpdir work)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=1" || { echo "FAIL: mount" >&2; exit 1; }
+test_mount -n actimeo=1
 cmp -s "$data/cached.bin" "$mnt/cached.bin" || bad "cold read: bytes differ"
 gw_wait_metric "$cdir" cache_fill_bytes_total 300000 20 || bad "the fill did not complete"
 readlink "$mnt/link" >/dev/null || bad "readlink before the stop failed"

@@ -2,13 +2,9 @@
 # A second sequential pass over a file gets readahead again (found by gw_rawindow_test): after the file changed at the origin (its cached blocks dropped), reading it again from the start fetches ahead of the reader as the first pass did (before: the window stayed shut until the reader passed the first pass's end, so a re-read of a changed file crawled at one request per round trip); the bytes are the new ones.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-data=$(harness_tmpdir origin-data)
 SIZE=$((16 * 1048576))
-head -c "$SIZE" /dev/urandom >"$data/big"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
-mnt=$(harness_tmpdir mnt)
-cdir=$(harness_tmpdir cache)
-mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,actimeo=1" || exit 1
+test_origin_random big "$SIZE"
+test_mount actimeo=1
 st() { cache_inspect stats --cache-dir "$cdir" | awk -v n="$1" '$1 == n { print $2; exit }'; }
 
 cmp -s "$data/big" "$mnt/big" || bad "first pass: bytes differ"

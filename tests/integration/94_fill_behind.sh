@@ -3,10 +3,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 
-data=$(harness_tmpdir origin-data)
 SIZE=$((128 * 1048576))
-head -c "$SIZE" /dev/urandom >"$data/big"
-origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
+test_origin_random big "$SIZE"
 mnt=$(harness_tmpdir mnt)
 m() { gw_metric "$1" "$2"; }
 export CACHEGW_INJECT_CACHE_SLOW=100

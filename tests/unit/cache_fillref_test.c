@@ -74,14 +74,7 @@ static void run(enum cache_write_mode mode, const char *dir)
 	CHECK_EQ(atomic_load(&t_released), 1);
 
 	/* After a reopen the blocks are there and verify. */
-	c = t_open(t_path(dir), CACHE_OPEN_OWNER, mode, bs, 0);
-	o = t_get(c, "ref", "v1", size);
-	memset(back, 0, size);
-	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
-	CHECK(!memcmp(back, data, size));
-	CHECK_EQ(t_stats(c).corrupt_blocks, 0);
-	cache_obj_put(o);
-	cache_close(c);
+	t_reopen_check(t_path(dir), mode, bs, "ref", data, size);
 	free(data);
 	free(back);
 	free(buf);

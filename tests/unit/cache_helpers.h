@@ -104,6 +104,35 @@ static inline struct cache_stats t_stats(struct cache *c)
 	return st;
 }
 
+/* t_check_obj: object o of cache c reads back whole (size bytes) as want,
+ * and the cache has found no corrupt block. */
+static inline void t_check_obj(struct cache *c, struct cache_obj *o,
+			       const void *want, size_t size)
+{
+	char *back = calloc(1, size);
+
+	CHECK(back);
+	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
+	CHECK(!memcmp(back, want, size));
+	CHECK_EQ(t_stats(c).corrupt_blocks, 0);
+	free(back);
+}
+
+/* t_reopen_check: open the cache in dir again (owner, write mode wm, block
+ * size bs) and check that object key (coherence "v1", size bytes) reads
+ * back as want (t_check_obj); then close it again. */
+static inline void t_reopen_check(const char *dir, enum cache_write_mode wm,
+				  uint32_t bs, const char *key,
+				  const void *want, size_t size)
+{
+	struct cache *c = t_open(dir, CACHE_OPEN_OWNER, wm, bs, 0);
+	struct cache_obj *o = t_get(c, key, "v1", size);
+
+	t_check_obj(c, o, want, size);
+	cache_obj_put(o);
+	cache_close(c);
+}
+
 /* A release callback for the *_ref calls that counts its calls. */
 static atomic_int t_released;
 

@@ -66,9 +66,7 @@ int main(void)
 	a = t_get(c, "a", "v", size);
 	CHECK_EQ(cache_fill(a, data, size, 0), 0);
 	cache_drain(c);
-	CHECK_EQ(cache_read(a, back, size, 0), (ssize_t)size);
-	CHECK(!memcmp(back, data, size));
-	CHECK_EQ(t_stats(c).corrupt_blocks, 0);
+	t_check_obj(c, a, data, size);
 	cache_obj_put(a);
 	cache_obj_put(b);
 	cache_close(c);

@@ -75,14 +75,7 @@ static void run(enum cache_write_mode mode, const char *dir)
 	/* After a reopen the blocks are there and verify. */
 	cache_obj_put(o);
 	cache_close(c);
-	c = t_open(t_path(dir), CACHE_OPEN_OWNER, mode, bs, 0);
-	o = t_get(c, "w", "v1", size);
-	memset(back, 0, size);
-	CHECK_EQ(cache_read(o, back, size, 0), (ssize_t)size);
-	CHECK(!memcmp(back, model, size));
-	CHECK_EQ(t_stats(c).corrupt_blocks, 0);
-	cache_obj_put(o);
-	cache_close(c);
+	t_reopen_check(t_path(dir), mode, bs, "w", model, size);
 	free(model);
 	free(back);
 	free(buf);

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "nodes.h"
+#include "nodes_helpers.h"
 
 #define H 64			/* handles */
 
@@ -46,35 +45,22 @@ static void add(struct nodes *t, uint32_t i, int want)
 static void verify(struct nodes *t)
 {
 	for (uint32_t i = 0; i < H; i++) {
-		uint8_t h[NODES_HANDLE_MAX], back[NODES_HANDLE_MAX];
-		size_t len = mk(i, h), blen = sizeof(back);
-		uint64_t id = 0, parent = 0;
+		uint8_t h[NODES_HANDLE_MAX];
+		size_t len = mk(i, h);
+		uint64_t id = 0;
 		int ret = nodes_find(t, h, len, &id, NULL);
 
 		if (!ids[i]) {
 			CHECK_EQ(ret, -ENOENT);
 			continue;
 		}
-		CHECK_EQ(ret, 0);
-		CHECK_EQ(id, ids[i]);
-		CHECK_EQ(nodes_get(t, id, back, &blen, &parent, NULL), 0);
-		CHECK_EQ(blen, len);
-		CHECK(!memcmp(back, h, len));
-		CHECK_EQ(parent, parents[i]);
+		t_nodes_check_found(t, h, len, ret, id, ids[i], parents[i]);
 	}
 }
 
 static struct nodes *topen(const char *dir)
 {
-	struct nodes *t;
-	char err[256] = "";
-	int ret = nodes_open(dir, false, &t, err, sizeof(err));
-
-	if (ret) {
-		fprintf(stderr, "nodes_open: %d: %s\n", ret, err);
-		exit(1);
-	}
-	return t;
+	return t_nodes_open(dir, false);
 }
 
 int main(void)

@@ -4,8 +4,7 @@
  * table's file, stay bounded on disk under rewrites and in number. */
 #include <stdint.h>
 
-#include "check.h"
-#include "nodes.h"
+#include "nodes_helpers.h"
 
 #define NN 1000
 
@@ -13,15 +12,7 @@ static const char *dir;
 
 static struct nodes_md *mopen(uint32_t gen)
 {
-	struct nodes_md *m;
-	char err[256] = "";
-	int ret = nodes_md_open(dir, gen, &m, err, sizeof(err));
-
-	if (ret) {
-		fprintf(stderr, "nodes_md_open: %d: %s\n", ret, err);
-		exit(1);
-	}
-	return m;
+	return t_nodes_md_open(dir, gen);
 }
 
 static void blob_of(uint64_t id, uint64_t key, uint8_t *b, size_t *len)

@@ -11,8 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "nodes.h"
+#include "nodes_helpers.h"
 
 #define N 2000			/* handles of the single-threaded parts */
 #define THREADS 4
@@ -56,15 +55,7 @@ static size_t mk_handle(uint32_t i, uint32_t salt, uint8_t *h)
 
 static struct nodes *topen(bool ro)
 {
-	struct nodes *t;
-	char err[256] = "";
-	int ret = nodes_open(dir, ro, &t, err, sizeof(err));
-
-	if (ret) {
-		fprintf(stderr, "nodes_open: %d: %s\n", ret, err);
-		exit(1);
-	}
-	return t;
+	return t_nodes_open(dir, ro);
 }
 
 static struct nodes_stats tstats(struct nodes *t)
@@ -100,9 +91,9 @@ static uint64_t verify_all(struct nodes *t)
 	uint64_t live = 0;
 
 	for (uint32_t i = 0; i < N; i++) {
-		uint8_t h[NODES_HANDLE_MAX], back[NODES_HANDLE_MAX];
-		size_t len = mk_handle(i, 0, h), blen = sizeof(back);
-		uint64_t id = 0, parent = 0;
+		uint8_t h[NODES_HANDLE_MAX];
+		size_t len = mk_handle(i, 0, h);
+		uint64_t id = 0;
 		int ret = nodes_find(t, h, len, &id, NULL);
 
 		if (!ids[i]) {
@@ -110,12 +101,7 @@ static uint64_t verify_all(struct nodes *t)
 			continue;
 		}
 		live++;
-		CHECK_EQ(ret, 0);
-		CHECK_EQ(id, ids[i]);
-		CHECK_EQ(nodes_get(t, id, back, &blen, &parent, NULL), 0);
-		CHECK_EQ(blen, len);
-		CHECK(!memcmp(back, h, len));
-		CHECK_EQ(parent, parents[i]);
+		t_nodes_check_found(t, h, len, ret, id, ids[i], parents[i]);
 	}
 	return live;
 }

@@ -2,14 +2,7 @@
 # Guest test: ganesha origin → cachegw → knfsd re-export (fsid=, as doc/reexport.md says) → kernel NFS clients over v3 and v4.2: tree and bytes equal the origin's, a program and its shared libraries run from the re-export, mmap reads equal the origin's, writes through the client land at the origin byte for byte.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-trap vm_cleanup EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
+vm_test_start
 
 data=$(harness_tmpdir origin-data)
 fill_tree "$data" || { echo "fill_tree failed" >&2; exit 1; }

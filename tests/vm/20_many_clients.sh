@@ -2,10 +2,7 @@
 # Guest test: 16 kernel NFS client mounts (nosharecache: 8 over v3, 8 over v4.2) of one knfsd re-export of one cachegw mount, 2 reader processes on each (1 in the second round), read the same files and files of their own at the same time, cold and then from the gateway's disk cache: every byte equals the origin's, the origin is read about once (not once per client), cache hits move, and the gateway's peak RSS grows by less than the bound below.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-trap vm_cleanup EXIT
+vm_test_start
 
 MOUNTS=16
 PROCS=2			# reader processes per mount
@@ -13,11 +10,6 @@ PROCS=2			# reader processes per mount
 # growth; keep it small so that RSS reflects what the gateway holds (as in
 # tests/integration/41_reexport_many.sh).
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16"
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
-info() { echo "  $*" >&2; }
 
 # The origin: shared/ (every reader reads all of it) and own/mNN/ (only
 # mount NN's readers read it). Sizes around the 64 KiB cache block and

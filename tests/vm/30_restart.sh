@@ -2,15 +2,7 @@
 # Guest test: restart the gateway under live kernel NFS clients of its knfsd re-export (v3 and v4.2, hard mounts), (a) cleanly and (b) after kill -9, on the same cache_dir with the same fsid=: a reader's open fd (mid-file), a shell cd'ed into a directory of the mount, and files stat'ed and read before all carry on with exact bytes: no ESTALE, no EIO, the same file handles, the same inode numbers; reads issued while the export is down wait and then succeed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-trap vm_cleanup EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
-info() { echo "  $*" >&2; }
+vm_test_start
 
 data=$(harness_tmpdir origin-data)
 (

@@ -2,10 +2,7 @@
 # Guest test: fsx (reads, writes, truncates, mapped reads and MAP_SHARED writes, fsync, close/reopen, O_DIRECT reads) through the kernel NFS client over NFSv3 and NFSv4.2 → knfsd → the cachegw mount → ganesha origin, once on a write-through mount and once on a -o writeback one: every op matches fsx's model, and the files then equal the origin's bytes, read at the origin, through the gateway mount and through the client after a remount.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-trap vm_cleanup EXIT
+vm_test_start
 FSX=${CACHEGW_FSX:-$_HARNESS_ROOT/build/tests/fsx/fsx}
 [ -x "$FSX" ] || { echo "SKIP: fsx not built ($FSX)" >&2; exit 77; }
 # Fixed seeds, so that a failure replays. Under TCG an op costs about 35 ms
@@ -19,10 +16,6 @@ ops=${CACHEGW_FSX_OPS:-700}
 wb_ops=${CACHEGW_FSX_WB_OPS:-400}
 # Generous: with the host loaded (other jobs beside CI) 1000 ops took 306 s.
 fsx_tmo=${CACHEGW_FSX_TIMEOUT:-600}
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)

@@ -2,15 +2,8 @@
 # Guest test: knfsd as the origin (in a network namespace of its own, so its nfsd threads are its own, as on another machine) → cachegw: tree and bytes equal the origin's, the second read is served by the cache, a change made in the origin's directory is seen after close-to-open, writes through the gateway land at the origin byte for byte and read back after fsync/close, an 8 MiB write from a kernel NFSv3 client through a knfsd re-export of the gateway completes, and (knfsd behind tests/lib/wccproxy.py, which adds the WRITE pre-op attributes knfsd never sends) a range changed at the origin while the gateway holds the file open, then another range written through the gateway, reads back as the origin's whole file.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+vm_test_start inspect
 trap 'vm_cleanup; knfsd_origin_stop' EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 sum() { timeout 120 sha256sum <"$1" | cut -d' ' -f1; }
 MiB=1048576
 

@@ -2,19 +2,11 @@
 # Guest test: cachegw and the kernel NFS client with -o fsc + cachefilesd (cache on a loop-mounted ext4 image) side by side over one knfsd origin (own network namespace): bytes flipped in each cache's backing files, restart with a warm cache, a working set larger than the cache, a knfsd re-export of each (bytes, exec). cachegw's results are asserted; fscache's are recorded ("ANCHOR check=... cachegw=... fscache=..." lines), and the test fails only if a fscache check could not be carried out.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-harness_require_inspect
-for b in cachefilesd mkfs.ext4 losetup python3; do
-	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b not installed" >&2; exit 77; }
-done
+vm_test_start inspect
+test_require_cmd cachefilesd mkfs.ext4 losetup python3
 
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
 # A fscache check that could not be carried out: the table must not report it.
 broken() { echo "FAIL (setup): $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 sum() { timeout 120 sha256sum <"$1" | cut -d' ' -f1; }
 # hashes_differ DIR FILE...: the FILEs under DIR whose bytes are not the
 # origin's, from one sha256sum (a process per file costs ~1 s under TCG).

@@ -2,15 +2,9 @@
 # Guest test: supplementary groups through a knfsd re-export: knfsd origin trusting AUTH_SYS groups (manage-gids=n) → cachegw → knfsd re-export → kernel NFSv3 client: a member of group 4242 (known on the gateway host) reads a 0640 root:4242 file in a 0770 root:4242 directory on the gateway mount and through the re-export, a non-member gets EACCES on both.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed" >&2; exit 77; }
+vm_test_start
+test_require_cmd setpriv
 trap 'vm_cleanup; knfsd_origin_stop' EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 
 # The users, known on the gateway host only (the guest's / is an overlay:
 # these lines vanish with it). 5000 is in 4242, 5001 is not.

@@ -4,8 +4,14 @@
 # gateway). Every guest test:
 #
 #   . "$(dirname "$0")/lib.sh"
-#   trap vm_cleanup EXIT
+#   vm_test_start [inspect]
 #
+#   vm_test_start [inspect]          skip (exit 77) outside the guest, without
+#                                    root + ganesha or the gateway (with
+#                                    "inspect", cachegw-inspect); vm_cleanup
+#                                    at exit
+#   info MSG                         an indented note on stderr (bad, step
+#                                    and test_require_cmd: tests/lib/common.sh)
 #   knfsd_start                      load nfsd, start rpcbind/statd/mountd/nfsd
 #   knfsd_export DIR FSID [OPTS]     export DIR to 127.0.0.1 (rw,no_subtree_check,
 #                                    fsid=FSID,OPTS) as doc/reexport.md tells users
@@ -23,7 +29,7 @@
 #   vm_cleanup                       the EXIT trap: client mounts, exports,
 #                                    knfsd, then the harness's own cleanup
 
-. "$(dirname "${BASH_SOURCE[0]}")/../../harness/origin.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"	# the harness, bad, step, test_require_cmd
 
 _VM_NFS_MOUNTS=()
 _VM_BINDS=()
@@ -37,6 +43,20 @@ vm_require_guest() {
 		exit 77
 	fi
 }
+
+# vm_test_start [inspect]: the start every guest test shares: skip unless in
+# the guest, as root with ganesha and the gateway (and with "inspect",
+# cachegw-inspect); clean up at exit (a test with more to clean sets its own
+# EXIT trap after this).
+vm_test_start() {
+	vm_require_guest
+	harness_require_root
+	harness_require_gateway
+	[ "${1:-}" != inspect ] || harness_require_inspect
+	trap vm_cleanup EXIT
+}
+# info MESSAGE: an indented note.
+info() { echo "  $*" >&2; }
 
 knfsd_start() {
 	[ -n "$_VM_KNFSD" ] && return 0
