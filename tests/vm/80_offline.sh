@@ -2,15 +2,8 @@
 # Guest test: offline= under knfsd (issue 20, item 5). ganesha origin → cachegw (offline=3) → knfsd re-export → kernel NFS clients (v3 and v4.2, hard): the tree read through both clients; the origin stopped (SIGSTOP); once the gateway calls it lost, both clients read every cached file byte for byte and list the directories, and a file never read fails at once (EIO, not a hang); the origin back, that file reads right through both clients.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-vm_require_guest
-harness_require_root
-harness_require_gateway
-harness_require_inspect
+vm_test_start inspect
 trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; vm_cleanup' EXIT
-
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-step() { echo "--- $* ($SECONDS s)" >&2; }
 
 data=$(harness_tmpdir origin-data)
 (
