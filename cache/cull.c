@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cache_i.h"
+#include "worker.h"
 #include "lockcheck.h"
 
 /* ---- LRU (c->lock) ---------------------------------------------------------- */
@@ -212,10 +213,7 @@ void cache_cull_stop(struct cache *c)
 {
 	if (!c->cull_up)
 		return;
-	pthread_mutex_lock(&c->cull_lock);
-	c->cull_stop = true;
-	pthread_cond_signal(&c->cull_cond);
-	pthread_mutex_unlock(&c->cull_lock);
-	pthread_join(c->cull_thread, NULL);
+	worker_stop(c->cull_thread, &c->cull_lock, &c->cull_cond,
+		    &c->cull_stop);
 	c->cull_up = false;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "worker.h"
 #include "fileio.h"
 #include "injectenv.h"
 #include "lockcheck.h"
@@ -301,12 +302,7 @@ static void *sub_main(void *arg)
 static void sub_enqueue(struct cache *c, struct cache_req *r)
 {
 	pthread_mutex_lock(&c->sub_lock);
-	r->snext = NULL;
-	if (c->sub_tail)
-		c->sub_tail->snext = r;
-	else
-		c->sub_head = r;
-	c->sub_tail = r;
+	QUEUE_PUSH(c->sub_head, c->sub_tail, r, snext);
 	pthread_cond_signal(&c->sub_cond);
 	pthread_mutex_unlock(&c->sub_lock);
 }
@@ -315,11 +311,7 @@ static void sub_thread_stop(struct cache *c)
 {
 	if (!c->sub_up)
 		return;
-	pthread_mutex_lock(&c->sub_lock);
-	c->sub_stop = true;
-	pthread_cond_signal(&c->sub_cond);
-	pthread_mutex_unlock(&c->sub_lock);
-	pthread_join(c->sub_thread, NULL);
+	worker_stop(c->sub_thread, &c->sub_lock, &c->sub_cond, &c->sub_stop);
 	c->sub_up = false;
 }
 

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "cache.h"
+#include "worker.h"
 #include "gw_i.h"
 #include "read_i.h"
 
@@ -26,12 +27,7 @@ void gw_fill_queue(struct gw *gw, struct gw_fetch *f)
 {
 	__atomic_fetch_add(&gw->fill_queued_bytes, f->got, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&gw->fill_lock);
-	f->fill_next = NULL;
-	if (gw->fill_tail)
-		gw->fill_tail->fill_next = f;
-	else
-		gw->fill_head = f;
-	gw->fill_tail = f;
+	QUEUE_PUSH(gw->fill_head, gw->fill_tail, f, fill_next);
 	pthread_cond_signal(&gw->fill_cond);
 	pthread_mutex_unlock(&gw->fill_lock);
 }
@@ -109,9 +105,6 @@ int gw_fill_start(struct gw *gw)
 
 void gw_fill_stop(struct gw *gw)
 {
-	pthread_mutex_lock(&gw->fill_lock);
-	gw->fill_stop = true;
-	pthread_cond_signal(&gw->fill_cond);
-	pthread_mutex_unlock(&gw->fill_lock);
-	pthread_join(gw->fill_thread, NULL);
+	worker_stop(gw->fill_thread, &gw->fill_lock, &gw->fill_cond,
+		    &gw->fill_stop);
 }

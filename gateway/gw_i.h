@@ -602,6 +602,15 @@ bool gw_md_listed_whole(struct gw *gw, struct gw_inode *dir);
 bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
 		      uint32_t gid, uint64_t groups, struct gw_access *out);
 
+/* In a FUSE operation: declare var, the inode of nodeid, or answer the
+ * request ESTALE and return. */
+#define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
+	struct gw_inode *var = gw_inode_find(gw, nodeid);		\
+	if (!var) {							\
+		fuse_reply_err(req, ESTALE);				\
+		return;							\
+	}
+
 /* ---- offline.c: answers while the origin is lost (offline=) ---- */
 /* The origin is lost: calls that only read from it fail with -EHOSTDOWN
  * (nfsclient's origin.c), and these answer from what the gateway holds. */

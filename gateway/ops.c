@@ -381,16 +381,12 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 	struct nfsc_attr a;
 	struct stat st;
 	int ret;
 
 	(void)fi;
-	if (!ino) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
 	ret = gw_get_attr(gw, req, ino, false, &a);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -412,15 +408,11 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 	char target[4096];	/* PATH_MAX: a longer target is ENAMETOOLONG */
 	struct nfsc_cred cr;
 	int ret;
 
-	if (!ino) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
 	gw_req_cred(req, &cr);
 	ret = nfsc_readlink(gw->nfs, &cr, &ino->fh, target, sizeof(target));
 	if (ret)

@@ -86,12 +86,6 @@ static void mode_sattr(mode_t mode, struct nfsc_sattr *sa)
 	sa->mode = mode & 07777;
 }
 
-#define PARENT_OR_ESTALE(gw, req, parent, p)				\
-	struct gw_inode *p = gw_inode_find(gw, parent);			\
-	if (!p) {							\
-		fuse_reply_err(req, ESTALE);				\
-		return;							\
-	}
 
 /* Before making a file at the origin: room to record its node-id, or
  * ENOSPC with nothing made (not a file made that the kernel never hears
@@ -109,7 +103,7 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
@@ -129,7 +123,7 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
@@ -164,7 +158,7 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 		       const char *name)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_created c;
 	struct nfsc_cred cr;
 	int ret;
@@ -182,7 +176,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
@@ -226,17 +220,13 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 		    const char *newname)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, newparent, p);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	GW_INODE_OR_ESTALE(gw, req, newparent, p);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 	struct nfsc_created c;
 	struct nfsc_post post;
 	struct nfsc_cred cr;
 	int ret;
 
-	if (!ino) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
 	gw_req_cred(req, &cr);
 	ret = nfsc_link(gw->nfs, &cr, &ino->fh, &p->fh, newname, &post);
 	if (ret) {
@@ -257,7 +247,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 				  const struct nfsc_fh *, const char *))
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_cred cr;
 	int ret;
 
@@ -303,7 +293,7 @@ static void victim_put(struct gw *gw, struct gw_inode *v, bool changed)
 void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct gw_inode *v;
 	struct nfsc_attr a;
 	struct nfsc_cred cr;
@@ -340,8 +330,8 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      unsigned int flags)
 {
 	struct gw *gw = req_gw(req);
-	PARENT_OR_ESTALE(gw, req, parent, p);
-	PARENT_OR_ESTALE(gw, req, newparent, np);
+	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	GW_INODE_OR_ESTALE(gw, req, newparent, np);
 	struct gw_inode *v = NULL, *moved = NULL;
 	struct nfsc_attr va, ma;
 	struct nfsc_cred cr;

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cache.h"
+#include "worker.h"
 #include "condwait.h"
 #include "gw_i.h"
 
@@ -323,11 +324,7 @@ void gw_reclaim_stop(struct gw *gw)
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->lock);
-	r->stop = true;
-	pthread_cond_signal(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-	pthread_join(r->tid, NULL);
+	worker_stop(r->tid, &r->lock, &r->cond, &r->stop);
 }
 
 void gw_reclaim_free(struct gw *gw)

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "condwait.h"
+#include "worker.h"
 #include "nfsc_i.h"
 
 void nfsc_origin_init(struct nfsc *n)
@@ -159,11 +160,7 @@ void nfsc_origin_stop(struct nfsc *n)
 {
 	if (!n->watch_started)
 		return;
-	pthread_mutex_lock(&n->watch_lock);
-	n->watch_stop = true;
-	pthread_cond_broadcast(&n->watch_cond);
-	pthread_mutex_unlock(&n->watch_lock);
-	pthread_join(n->watch, NULL);
+	worker_stop(n->watch, &n->watch_lock, &n->watch_cond, &n->watch_stop);
 	n->watch_started = false;
 }
 

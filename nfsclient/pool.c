@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "nfsc_i.h"
+#include "worker.h"
 #include "seterr.h"
 
 /* libnfs 4.0 keeps struct nfs_fh private; nfs_get_fh() hands out a pointer
@@ -514,13 +515,8 @@ int nfsc_submit(struct nfsc *n, int conn, struct nfsc_req *r)
 	r->conn = c;
 	pthread_mutex_lock(&c->lock);
 	stopping = c->stopping;
-	if (!stopping) {
-		if (c->tail)
-			c->tail->next = r;
-		else
-			c->head = r;
-		c->tail = r;
-	}
+	if (!stopping)
+		QUEUE_PUSH(c->head, c->tail, r, next);
 	pthread_mutex_unlock(&c->lock);
 	if (stopping)
 		return -ESHUTDOWN;

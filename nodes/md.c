@@ -269,6 +269,18 @@ static uint64_t rec_slot(const struct nodes_md *m, uint64_t id, uint8_t kind,
 	return UINT64_MAX;
 }
 
+/* v (an array of *cap elements of size bytes) doubled (1024 at first):
+ * the new array, *cap updated; NULL if out of memory (v unchanged). */
+static void *grow(void *v, uint32_t *cap, size_t size)
+{
+	uint32_t n = *cap ? *cap * 2 : 1024;
+	void *p = realloc(v, (size_t)n * size);
+
+	if (p)
+		*cap = n;
+	return p;
+}
+
 /* The node entry of id, made if missing (NULL: out of memory). */
 static struct md_node *node_get(struct nodes_md *m, uint64_t id)
 {
@@ -282,14 +294,12 @@ static struct md_node *node_get(struct nodes_md *m, uint64_t id)
 		m->nfree1 = m->nodev[idx].own1;
 	} else {
 		if (m->nnodes == m->nodes_cap) {
-			uint32_t cap = m->nodes_cap ? m->nodes_cap * 2 : 1024;
-			struct md_node *n = realloc(m->nodev,
-						    cap * sizeof(*n));
+			struct md_node *n = grow(m->nodev, &m->nodes_cap,
+						 sizeof(*n));
 
 			if (!n)
 				return NULL;
 			m->nodev = n;
-			m->nodes_cap = cap;
 		}
 		idx = m->nnodes++;
 	}
@@ -325,14 +335,12 @@ static int mem_put(struct nodes_md *m, uint64_t id, uint8_t kind,
 			idx = m->free1 - 1;
 		} else {
 			if (m->nrecs == m->cap) {
-				uint32_t cap = m->cap ? m->cap * 2 : 1024;
-				struct md_rec *n = realloc(m->recs,
-							   cap * sizeof(*n));
+				struct md_rec *n = grow(m->recs, &m->cap,
+							sizeof(*n));
 
 				if (!n)
 					return -ENOMEM;
 				m->recs = n;
-				m->cap = cap;
 			}
 			idx = m->nrecs;
 		}
@@ -485,6 +493,17 @@ static int append(struct nodes_md *m, const uint8_t *rec, size_t len)
 	return 0;
 }
 
+/* The memory of m (its files are closed). */
+static void md_free(struct nodes_md *m)
+{
+	pthread_mutex_destroy(&m->lock);
+	free(m->recs);
+	free(m->nodev);
+	free(m->by_node.v);
+	free(m->by_key.v);
+	free(m);
+}
+
 /* Replay the log into memory. Stops at the first record that does not
  * check. */
 static int replay(struct nodes_md *m)
@@ -626,12 +645,7 @@ out_close:
 		close(m->dirfd);
 out_free:
 	pthread_mutex_unlock(&m->lock);
-	pthread_mutex_destroy(&m->lock);
-	free(m->recs);
-	free(m->nodev);
-	free(m->by_node.v);
-	free(m->by_key.v);
-	free(m);
+	md_free(m);
 	return ret;
 }
 
@@ -648,12 +662,7 @@ void nodes_md_close(struct nodes_md *m)
 	pthread_mutex_unlock(&m->lock);
 	close(m->fd);
 	close(m->dirfd);
-	pthread_mutex_destroy(&m->lock);
-	free(m->recs);
-	free(m->nodev);
-	free(m->by_node.v);
-	free(m->by_key.v);
-	free(m);
+	md_free(m);
 }
 
 int nodes_md_put(struct nodes_md *m, uint64_t nodeid, uint8_t kind,

@@ -117,55 +117,58 @@ out_unlock:
 	return ret;
 }
 
-int nodes_set_parent(struct nodes *t, uint64_t nodeid,
-			   uint64_t parent)
+/* A change of nodeid's entry: its index, with the table write-locked
+ * (0), or -EROFS / -ENOENT (not locked). */
+static int change_begin(struct nodes *t, uint64_t nodeid, uint32_t *idx)
 {
-	uint8_t rec[REC_MAX];
-	uint32_t idx;
-	size_t len;
-	int ret = 0;
-
 	if (t->readonly)
 		return -EROFS;
 	pthread_rwlock_wrlock(&t->lock);
-	idx = tab_id_lookup(t, nodeid);
-	if (idx == UINT32_MAX) {
-		ret = -ENOENT;
-		goto out_unlock;
+	*idx = tab_id_lookup(t, nodeid);
+	if (*idx != UINT32_MAX)
+		return 0;
+	pthread_rwlock_unlock(&t->lock);
+	return -ENOENT;
+}
+
+/* Log a record without a handle (REC_PARENT, REC_REMOVE). Lock held. */
+static int append_plain(struct nodes *t, uint8_t type, uint64_t a, uint64_t b)
+{
+	uint8_t rec[REC_MAX];
+
+	return nlog_append(t, rec, nlog_rec_encode(rec, t->gen, type, a, b,
+						   NULL, 0));
+}
+
+int nodes_set_parent(struct nodes *t, uint64_t nodeid,
+			   uint64_t parent)
+{
+	uint32_t idx;
+	int ret = change_begin(t, nodeid, &idx);
+
+	if (ret)
+		return ret;
+	if (t->ents[idx].parent != parent) {
+		ret = append_plain(t, REC_PARENT, nodeid, parent);
+		if (!ret)
+			t->ents[idx].parent = parent;
 	}
-	if (t->ents[idx].parent == parent)
-		goto out_unlock;
-	len = nlog_rec_encode(rec, t->gen, REC_PARENT, nodeid, parent, NULL, 0);
-	ret = nlog_append(t, rec, len);
-	if (!ret)
-		t->ents[idx].parent = parent;
-out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
 }
 
 int nodes_remove(struct nodes *t, uint64_t nodeid)
 {
-	uint8_t rec[REC_MAX];
 	uint32_t idx;
-	size_t len;
-	int ret;
+	int ret = change_begin(t, nodeid, &idx);
 
-	if (t->readonly)
-		return -EROFS;
-	pthread_rwlock_wrlock(&t->lock);
-	idx = tab_id_lookup(t, nodeid);
-	if (idx == UINT32_MAX) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	len = nlog_rec_encode(rec, t->gen, REC_REMOVE, nodeid, 0, NULL, 0);
-	ret = nlog_append(t, rec, len);
+	if (ret)
+		return ret;
+	ret = append_plain(t, REC_REMOVE, nodeid, 0);
 	if (!ret) {
 		tab_remove(t, idx);
 		nlog_maybe_compact(t);
 	}
-out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
 }

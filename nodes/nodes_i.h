@@ -113,34 +113,23 @@ struct nodes {
 	int sync_count;
 };
 
-/* Little-endian fields of the files (log.c, md.c). */
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
+/* Little-endian fields of the files (log.c, md.c): put64/get64,
+ * put32/get32. */
+#define NODES_LE_FIELD(bits)						\
+static inline void put##bits(uint8_t *p, uint##bits##_t v)		\
+{									\
+	v = htole##bits(v);						\
+	memcpy(p, &v, bits / 8);					\
+}									\
+static inline uint##bits##_t get##bits(const uint8_t *p)		\
+{									\
+	uint##bits##_t v;						\
+									\
+	memcpy(&v, p, bits / 8);					\
+	return le##bits##toh(v);					\
 }
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
+NODES_LE_FIELD(64)
+NODES_LE_FIELD(32)
 
 /* A record's checksum: XXH3-64 of its first n bytes, seeded with the
  * table's generation, written after them; the record's length. */

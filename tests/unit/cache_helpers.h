@@ -106,6 +106,18 @@ static inline struct cache_stats t_stats(struct cache *c)
 
 /* t_check_obj: object o of cache c reads back whole (size bytes) as want,
  * and the cache has found no corrupt block. */
+/* The end of a test: the cache saw corrupt damaged blocks and no I/O
+ * error; o (may be NULL) and c are let go. */
+static inline void t_finish(struct cache *c, struct cache_obj *o,
+			    uint64_t corrupt)
+{
+	CHECK_EQ(t_stats(c).corrupt_blocks, corrupt);
+	CHECK_EQ(t_stats(c).errors, 0);
+	if (o)
+		cache_obj_put(o);
+	cache_close(c);
+}
+
 static inline void t_check_obj(struct cache *c, struct cache_obj *o,
 			       const void *want, size_t size)
 {

@@ -20,12 +20,7 @@ mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 
-step "knfsd exports the gateway mount"
-knfsd_reexport "$mnt" 7311 || exit 1
-c3=$(harness_tmpdir client-v3)
-c4=$(harness_tmpdir client-v42)
-nfs_mount "127.0.0.1:$mnt" "$c3" vers=3,nolock,actimeo=0 || exit 1
-nfs_mount "127.0.0.1:/export" "$c4" vers=4.2,actimeo=0 || exit 1
+vm_reexport_clients "$mnt" 7311 || exit 1
 
 # The program's input is small (with the 33 MiB big.bin the step took
 # ~6 s under TCG): what is tested is that it and its libraries run there.

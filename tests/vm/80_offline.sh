@@ -19,13 +19,7 @@ mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,actimeo=1,offline=3" || exit 1
 
-step "knfsd exports the gateway mount"
-knfsd_reexport "$mnt" 7381 || exit 1
-c3=$(harness_tmpdir client-v3)
-c4=$(harness_tmpdir client-v42)
-# actimeo=0: every stat and open goes through knfsd to the gateway.
-nfs_mount "127.0.0.1:$mnt" "$c3" vers=3,nolock,hard,actimeo=0 || exit 1
-nfs_mount "127.0.0.1:/export" "$c4" vers=4.2,hard,actimeo=0 || exit 1
+vm_reexport_clients "$mnt" 7381 || exit 1	# hard mounts, actimeo=0
 
 files="d/f1 d/f2 d/f3 d/f4 d/f5 d/f6 d/sub/deep e/big"
 step "warm: the tree read through both clients"

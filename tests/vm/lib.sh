@@ -25,6 +25,8 @@
 #                                    DIR (a gateway mount) exported with fsid=FSID
 #                                    for NFSv3 and under the pseudo-root with
 #                                    FSID+1 for NFSv4
+#   vm_reexport_clients MNT FSID     knfsd_reexport, then a v3 and a v4.2 client
+#                                    (actimeo=0) at $c3 and $c4
 #   nfs_mount SPEC MNT OPTS          kernel NFS client mount (unmounted at exit)
 #   vm_cleanup                       the EXIT trap: client mounts, exports,
 #                                    knfsd, then the harness's own cleanup
@@ -99,6 +101,18 @@ knfsd_reexport() { # DIR FSID
 	knfsd_start || return 1
 	knfsd_export "$1" "$2" no_root_squash || return 1
 	knfsd_v4root "$1" $(($2 + 1))
+}
+
+# vm_reexport_clients MNT FSID: knfsd re-exports MNT (knfsd_reexport) and
+# a v3 and a v4.2 kernel client mount it (actimeo=0: every stat and open
+# goes through knfsd to the gateway); sets c3 and c4 to their mounts.
+vm_reexport_clients() {
+	step "knfsd exports the gateway mount"
+	knfsd_reexport "$1" "$2" || return 1
+	c3=$(harness_tmpdir client-v3)
+	c4=$(harness_tmpdir client-v42)
+	nfs_mount "127.0.0.1:$1" "$c3" vers=3,nolock,actimeo=0 || return 1
+	nfs_mount "127.0.0.1:/export" "$c4" vers=4.2,actimeo=0
 }
 
 nfs_mount() { # SPEC MNT OPTS

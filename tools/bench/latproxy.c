@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "worker.h"
+
 #define CHUNK_MAX (256 * 1024)
 #define QUEUE_MAX (64u << 20)
 #define PORTS_MAX 8
@@ -82,12 +84,7 @@ static void put(struct dir *d, struct chunk *c)
 	pthread_mutex_lock(&d->lock);
 	while (d->queued > QUEUE_MAX && !d->dead)
 		pthread_cond_wait(&d->cond, &d->lock);
-	c->next = NULL;
-	if (d->tail)
-		d->tail->next = c;
-	else
-		d->head = c;
-	d->tail = c;
+	QUEUE_PUSH(d->head, d->tail, c, next);
 	d->queued += c->len;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);

@@ -362,18 +362,18 @@ static void ask_all(struct warm *w)
 
 static const char *type_name(mode_t m)
 {
-	if (S_ISLNK(m))
-		return "now a symbolic link (not followed)";
-	if (S_ISFIFO(m))
-		return "now a fifo";
-	if (S_ISDIR(m))
-		return "now a directory";
-	if (S_ISCHR(m))
-		return "now a character device";
-	if (S_ISBLK(m))
-		return "now a block device";
-	if (S_ISSOCK(m))
-		return "now a socket";
+	static const struct { mode_t fmt; const char *what; } t[] = {
+		{ S_IFLNK, "now a symbolic link (not followed)" },
+		{ S_IFIFO, "now a fifo" },
+		{ S_IFDIR, "now a directory" },
+		{ S_IFCHR, "now a character device" },
+		{ S_IFBLK, "now a block device" },
+		{ S_IFSOCK, "now a socket" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if ((m & S_IFMT) == t[i].fmt)
+			return t[i].what;
 	return "no longer a regular file";
 }
 
