@@ -594,6 +594,10 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
  * -ENOENT. */
 int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
 		   uint64_t *child);
+/* A symbolic link's target, from READLINK (up to 96 bytes are kept). */
+void gw_md_note_link(struct gw *gw, uint64_t nodeid, const char *target);
+/* The target kept for nodeid: 0 and buf, or -ENOENT. */
+int gw_md_link_any(struct gw *gw, uint64_t nodeid, char *buf, size_t size);
 /* Kept attributes of nodeid at any age: 0, or -ENOENT. */
 int gw_md_attr_any(struct gw *gw, uint64_t nodeid, struct nfsc_attr *a);
 /* Is dir's listing kept whole (so a name not kept is not there)? */

@@ -6,8 +6,9 @@
  * known, whatever its age: attributes (the inode's, else those kept in
  * md.log), names (kept in md.log: LOOKUP replies, listings, creates) and
  * whole listings, ACCESS answers (access.c: this run's, else kept; none
- * for this user: EHOSTDOWN, never a guess), the last FSSTAT, and the
- * cache's verified blocks. What it does not hold is answered with
+ * for this user: EHOSTDOWN, never a guess), symbolic links' targets
+ * (ops.c: up to 96 bytes, kept at each READLINK), the last FSSTAT, and
+ * the cache's verified blocks. What it does not hold is answered with
  * EHOSTDOWN at once; a name that a directory's kept whole listing does
  * not have is ENOENT. Nothing that changes the origin is answered from
  * here: those calls wait for it (hard) or time out (soft), as before.

@@ -415,6 +415,13 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 
 	gw_req_cred(req, &cr);
 	ret = nfsc_readlink(gw->nfs, &cr, &ino->fh, target, sizeof(target));
+	if (!ret)
+		gw_md_note_link(gw, ino->nodeid, target);
+	else if (ret == -EHOSTDOWN &&
+		 gw_md_link_any(gw, ino->nodeid, target, sizeof(target)) == 0) {
+		ret = 0;	/* the origin is lost: as last read */
+		__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
+	}
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else

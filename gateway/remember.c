@@ -61,6 +61,9 @@
 #define MD_ATTR 1
 #define MD_ACCESS 2
 #define MD_LISTED 3			/* a directory's whole listing is kept */
+#define MD_LINK 4			/* a symbolic link's target (a link's
+					 * target never changes: a new target
+					 * is a new file) */
 #define MD_LIST_MAX 65536		/* larger listings are not kept */
 #define MD_NAME_MAX (NODES_MD_BLOB_MAX - 8)	/* longer names: not kept */
 
@@ -416,6 +419,31 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	gw_make_entry(gw, ino, &a, e);
 	__atomic_add_fetch(offline ? &gw->offline_answers :
 			   &gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void gw_md_note_link(struct gw *gw, uint64_t nodeid, const char *target)
+{
+	size_t len = strlen(target);
+	struct nodes_md_rec r;
+
+	if (!gw->md || len > NODES_MD_BLOB_MAX ||
+	    (nodes_md_get_one(gw->md, nodeid, MD_LINK, 0, &r) == 0 &&
+	     r.len == len && !memcmp(r.blob, target, len)))
+		return;
+	(void)nodes_md_put(gw->md, nodeid, MD_LINK, 0, gw_md_now_ns(), target,
+			   (uint8_t)len);
+}
+
+int gw_md_link_any(struct gw *gw, uint64_t nodeid, char *buf, size_t size)
+{
+	struct nodes_md_rec r;
+
+	if (!gw->md || nodes_md_get_one(gw->md, nodeid, MD_LINK, 0, &r) ||
+	    !r.len || r.len >= size)
+		return -ENOENT;
+	memcpy(buf, r.blob, r.len);
+	buf[r.len] = 0;
 	return 0;
 }
 

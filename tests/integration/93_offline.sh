@@ -14,6 +14,7 @@ head -c 3000000 /dev/urandom >"$data/d2/big.bin"
 head -c 70000 /dev/urandom >"$data/d1/uncached.bin"
 head -c $((64 * 1048576)) /dev/urandom >"$data/d2/midread.bin"
 echo inside >"$data/unlisted/x"
+ln -s sub/deep.bin "$data/d1/link"
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 mnt=$(harness_tmpdir mnt)
 cdir=$(harness_tmpdir cache)/c
@@ -23,6 +24,7 @@ mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
 
 # Warm: list the tree (not unlisted/), read every file but uncached.bin.
 (cd "$data" && find . -path ./unlisted -prune -o -type f ! -name uncached.bin ! -name midread.bin -print | sort) >"$work/files"
+[ "$(readlink "$mnt/d1/link")" = sub/deep.bin ] || bad "warm: readlink of d1/link"
 total=0
 while read -r f; do
 	cmp -s "$data/$f" "$mnt/$f" || bad "warm read of $f: bytes differ"
@@ -55,6 +57,8 @@ done <"$work/files"
 [ "$(cd "$mnt/d1" && timeout 30 ls | sort | tr '\n' ' ')" = "$(cd "$data/d1" && ls | grep -v f2.new | sort | tr '\n' ' ')" ] ||
 	bad "offline: the listing of d1 differs: $(cd "$mnt/d1" && timeout 30 ls 2>&1 | tr '\n' ' ')"
 [ "$(timeout 30 stat -c %s "$mnt/d2/big.bin")" = 3000000 ] || bad "offline: stat of a cached file"
+[ "$(timeout 30 readlink "$mnt/d1/link" 2>&1)" = sub/deep.bin ] || bad "offline: readlink of d1/link: $(timeout 30 readlink "$mnt/d1/link" 2>&1)"
+timeout 30 cmp -s "$data/d1/sub/deep.bin" "$mnt/d1/link" || bad "offline: reading through d1/link"
 timeout 30 df "$mnt" >/dev/null || bad "offline: df failed"
 # What is not held: at once, EHOSTDOWN.
 err=$(timeout -k 5 30 cat "$mnt/d1/uncached.bin" 2>&1 >/dev/null)
