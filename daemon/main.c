@@ -375,6 +375,7 @@ static int run(struct gw_opts *o)
 	if (gw_handles_release(&gw))
 		gw_log("released at exit the files and directories whose "
 		       "release never came");
+	gw_handles_fini();
 	if (__atomic_load_n(&gw.exit_commit_errors, __ATOMIC_RELAXED))
 		ret = EXIT_FAILURE;
 out_unmount:

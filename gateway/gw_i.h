@@ -369,11 +369,20 @@ void gw_make_entry(struct gw *gw, struct gw_inode *ino,
 struct gw_handle {
 	struct gw_handle *prev, *next;	/* the list's own lock */
 	bool listed;			/* on the list; the list's lock */
+	uint64_t id;			/* what fi->fh holds; set under the
+					 * list's lock, read atomically */
 	/* does what the RELEASE would have, and frees the handle */
 	void (*release)(struct gw *gw, struct gw_handle *h);
 };
-void gw_handle_add(struct gw_handle *h,
-		   void (*release)(struct gw *, struct gw_handle *));
+/* List h and give it its id (h->id, for fi->fh): 0, or -ENOMEM. */
+int gw_handle_add(struct gw_handle *h,
+		  void (*release)(struct gw *, struct gw_handle *));
+/* The handle of an id the kernel sent (fi->fh), or NULL. */
+struct gw_handle *gw_handle_get(uint64_t id);
+/* At exit, after gw_handles_release: the table's memory. */
+void gw_handles_fini(void);
+/* The open file whose id the kernel sent (NULL if none). */
+#define gw_file_of(fi) ((struct gw_file *)gw_handle_get((fi)->fh))
 void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
 /* After the session loop, with the origin still connected: release the
  * handles never released; returns how many. */
@@ -381,7 +390,7 @@ size_t gw_handles_release(struct gw *gw);
 size_t gw_handles_count(void);		/* open files and directories */
 
 struct gw_file {
-	struct gw_handle h;		/* first: fi->fh points at both */
+	struct gw_handle h;		/* first: fi->fh's id names both */
 	uint64_t nodeid;		/* of the file opened */
 	struct nfsc_cred cred;		/* the opener's credentials */
 	bool writer;			/* opened for writing */
@@ -395,8 +404,8 @@ struct gw_file {
  * checks: its creator may write it whatever its mode). */
 int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 const struct nfsc_attr *created, struct fuse_file_info *fi);
-void gw_file_release(struct gw *gw, struct gw_inode *ino,
-		     struct fuse_file_info *fi);
+/* The last of f (fi->fh's, gw_file_of): unlisted and freed. */
+void gw_file_release(struct gw *gw, struct gw_inode *ino, struct gw_file *f);
 
 static inline struct gw *req_gw(fuse_req_t req)
 {

@@ -8,25 +8,115 @@
  * the session loop has ended is released then, origin and all: its
  * writes committed, its hidden name (silly.c) removed, its memory freed.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "gw_i.h"
 
+/* What the kernel holds (fi->fh) is an identifier, not a pointer: the
+ * low 32 bits a slot of the table below plus one, the high 32 a
+ * generation, so that a process that takes the connection over (issue
+ * 22, doc/takeover.md) can resolve the handles the kernel has, and an
+ * identifier given back is never another handle's. Slots sit in pages
+ * made on demand and kept until exit: a lookup (every READ and WRITE)
+ * reads two pointers without a lock; the kernel sends nothing for a
+ * handle after its RELEASE, so none is freed under a lookup. */
+#define H_PAGE 1024u		/* slots per page */
+#define H_PAGES 4096u		/* at most 4M handles open at once */
+
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gw_handle *handles;	/* handle_lock */
+static struct gw_handle **pages[H_PAGES];	/* made under handle_lock,
+						 * read with acquire */
+static uint32_t next_slot;		/* handle_lock */
+static uint32_t *free_slots;		/* a stack; handle_lock */
+static uint32_t nfree, free_cap;	/* handle_lock */
+static uint32_t generation;		/* handle_lock */
 
-void gw_handle_add(struct gw_handle *h,
-		   void (*release)(struct gw *, struct gw_handle *))
+/* A slot for h: its id, or 0 (out of memory, or 4M handles open). */
+static uint64_t slot_take_locked(struct gw_handle *h)
+{
+	uint32_t idx;
+
+	GW_ASSERT_HELD(&handle_lock);
+	if (nfree) {
+		idx = free_slots[--nfree];
+	} else {
+		if (next_slot == H_PAGE * H_PAGES)
+			return 0;
+		idx = next_slot;
+		if (!pages[idx / H_PAGE]) {
+			struct gw_handle **p = calloc(H_PAGE, sizeof(*p));
+
+			if (!p)
+				return 0;
+			__atomic_store_n(&pages[idx / H_PAGE], p,
+					 __ATOMIC_RELEASE);
+		}
+		next_slot++;
+	}
+	if (++generation == 0)
+		generation = 1;
+	__atomic_store_n(&h->id, (uint64_t)generation << 32 | (idx + 1),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], h,
+			 __ATOMIC_RELEASE);
+	return h->id;
+}
+
+static void slot_give_locked(struct gw_handle *h)
+{
+	uint32_t idx = (uint32_t)h->id - 1;
+
+	GW_ASSERT_HELD(&handle_lock);
+	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], NULL,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&h->id, 0, __ATOMIC_RELAXED);
+	if (nfree == free_cap) {
+		uint32_t cap = free_cap ? free_cap * 2 : 256;
+		uint32_t *v = realloc(free_slots, cap * sizeof(*v));
+
+		if (!v)
+			return;	/* the slot is not reused */
+		free_slots = v;
+		free_cap = cap;
+	}
+	free_slots[nfree++] = idx;
+}
+
+struct gw_handle *gw_handle_get(uint64_t id)
+{
+	uint32_t idx = (uint32_t)id - 1;
+	struct gw_handle **p, *h;
+
+	if (!(uint32_t)id || idx >= H_PAGE * H_PAGES)
+		return NULL;
+	p = __atomic_load_n(&pages[idx / H_PAGE], __ATOMIC_ACQUIRE);
+	if (!p)
+		return NULL;
+	h = __atomic_load_n(&p[idx % H_PAGE], __ATOMIC_ACQUIRE);
+	return h && __atomic_load_n(&h->id, __ATOMIC_RELAXED) == id ? h : NULL;
+}
+
+int gw_handle_add(struct gw_handle *h,
+		  void (*release)(struct gw *, struct gw_handle *))
 {
 	h->release = release;
 	h->prev = NULL;
 	pthread_mutex_lock(&handle_lock);
+	if (!slot_take_locked(h)) {
+		pthread_mutex_unlock(&handle_lock);
+		h->listed = false;
+		return -ENOMEM;
+	}
 	h->next = handles;
 	if (handles)
 		handles->prev = h;
 	handles = h;
 	h->listed = true;
 	pthread_mutex_unlock(&handle_lock);
+	return 0;
 }
 
 static void handle_del_locked(struct gw_handle *h)
@@ -41,6 +131,20 @@ static void handle_del_locked(struct gw_handle *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	h->listed = false;
+	slot_give_locked(h);
+}
+
+void gw_handles_fini(void)
+{
+	pthread_mutex_lock(&handle_lock);
+	for (uint32_t i = 0; i < H_PAGES; i++) {
+		free(pages[i]);
+		pages[i] = NULL;
+	}
+	free(free_slots);
+	free_slots = NULL;
+	nfree = free_cap = next_slot = 0;
+	pthread_mutex_unlock(&handle_lock);
 }
 
 void gw_handle_del(struct gw_handle *h)

@@ -45,7 +45,7 @@ static pthread_cond_t snap_cond = PTHREAD_COND_INITIALIZER;
 static struct gw_dirsnap *snaps;	/* snap_lock */
 
 struct gw_dir {
-	struct gw_handle h;		/* first: fi->fh points at both */
+	struct gw_handle h;		/* first: fi->fh's id names both */
 	struct gw_dirsnap *snap;
 };
 
@@ -253,8 +253,13 @@ opened:
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	gw_handle_add(&d->h, dir_free);
-	fi->fh = (uintptr_t)d;
+	if (gw_handle_add(&d->h, dir_free)) {
+		snap_put(d->snap);
+		free(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = d->h.id;
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		gw_handle_del(&d->h);
@@ -281,7 +286,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		       off_t off, struct fuse_file_info *fi, bool plus)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	struct gw_dir *d = (struct gw_dir *)gw_handle_get(fi->fh);
 	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
 	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
@@ -372,7 +377,7 @@ void gw_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 			  struct fuse_file_info *fi)
 {
-	struct gw_dir *d = (struct gw_dir *)(uintptr_t)fi->fh;
+	struct gw_dir *d = (struct gw_dir *)gw_handle_get(fi->fh);
 
 	(void)nodeid;
 	gw_handle_del(&d->h);

@@ -18,7 +18,6 @@
 static void file_release(struct gw *gw, struct gw_handle *h)
 {
 	struct gw_file *f = (struct gw_file *)h;
-	struct fuse_file_info fi = { .fh = (uintptr_t)f };
 	struct gw_inode *ino = gw_inode_find(gw, f->nodeid);
 
 	if (!ino) {
@@ -31,7 +30,7 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 		__atomic_add_fetch(&gw->exit_commit_errors, 1,
 				   __ATOMIC_RELAXED);
 	}
-	gw_file_release(gw, ino, &fi);
+	gw_file_release(gw, ino, f);
 }
 
 /* ---- files ---- */
@@ -51,6 +50,10 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	if (gw_handle_add(&f->h, file_release)) {
+		free(f);
+		return -ENOMEM;
+	}
 	gw_req_cred(req, &f->cred);
 	if (created) {
 		a = *created;
@@ -163,11 +166,11 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		gw_log("cache: cannot hold file %llu, reading from the origin",
 		       (unsigned long long)a.fileid);
 	f->nodeid = ino->nodeid;
-	gw_handle_add(&f->h, file_release);
-	fi->fh = (uintptr_t)f;
+	fi->fh = f->h.id;
 	return 0;
 
 out_free:
+	gw_handle_del(&f->h);
 	free(f);
 	pthread_mutex_lock(&ino->lock);
 	ino->opening--;
@@ -176,10 +179,8 @@ out_free:
 	return ret;
 }
 
-void gw_file_release(struct gw *gw, struct gw_inode *ino,
-		     struct fuse_file_info *fi)
+void gw_file_release(struct gw *gw, struct gw_inode *ino, struct gw_file *f)
 {
-	struct gw_file *f = (struct gw_file *)(uintptr_t)fi->fh;
 	struct cache_obj *obj = NULL;
 	bool last;
 
@@ -211,9 +212,8 @@ void gw_file_release(struct gw *gw, struct gw_inode *ino,
 		if (obj)
 			cache_obj_put(obj);
 	}
-	gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
-	free((void *)(uintptr_t)fi->fh);
-	fi->fh = 0;
+	gw_handle_del(&f->h);
+	free(f);
 	/* The last close of a file unlinked while open removes its hidden
 	 * name at the origin. */
 	gw_silly_release(gw, ino);
@@ -244,27 +244,21 @@ void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 	 *    opener's first read can come before the notification (seen in
 	 *    test 50, 1 run in 5). Attributes only (offset -1): no page and
 	 *    no inode lock is touched, so it cannot wait for this open. */
-	inval = ((struct gw_file *)(uintptr_t)fi->fh)->inval_attr;
+	inval = gw_file_of(fi)->inval_attr;
 	if (inval)
 		fuse_lowlevel_notify_inval_inode(gw->se, nodeid, -1, 0);
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		gw_file_release(gw, ino, fi);	/* interrupted */
+		gw_file_release(gw, ino, gw_file_of(fi));	/* interrupted */
 }
 
-#define INODE_OR_ESTALE(gw, req, nodeid, ino)				\
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);		\
-	if (!ino) {							\
-		fuse_reply_err(req, ESTALE);				\
-		return;							\
-	}
 
 void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	INODE_OR_ESTALE(gw, req, nodeid, ino);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
-	gw_read(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, size, off);
+	gw_read(gw, req, ino, gw_file_of(fi), size, off);
 }
 
 /* The bytes go straight into the gw_buf that write.c keeps: with splice
@@ -279,7 +273,7 @@ void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
 	ssize_t got;
 	char *buf;
-	INODE_OR_ESTALE(gw, req, nodeid, ino);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
 	buf = gw_buf_get(size);
 	if (!buf) {
@@ -297,7 +291,7 @@ void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	gw_write(gw, req, ino, (struct gw_file *)(uintptr_t)fi->fh, buf, size,
+	gw_write(gw, req, ino, gw_file_of(fi), buf, size,
 		 off, fi->writepage);
 }
 
@@ -306,10 +300,10 @@ void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 		     struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	INODE_OR_ESTALE(gw, req, nodeid, ino);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
 	fuse_reply_err(req, -gw_write_flush(gw, ino,
-				(struct gw_file *)(uintptr_t)fi->fh, true));
+				gw_file_of(fi), true));
 }
 
 void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
@@ -346,11 +340,13 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 		if (gw_write_flush(gw, ino, NULL, true))
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
-		gw_file_release(gw, ino, fi);
+		gw_file_release(gw, ino, gw_file_of(fi));
 		drop = gw_inode_refused_name(ino, &dir);
 	} else {
-		gw_handle_del((struct gw_handle *)(uintptr_t)fi->fh);
-		free((void *)(uintptr_t)fi->fh);
+		struct gw_file *f = gw_file_of(fi);
+
+		gw_handle_del(&f->h);
+		free(f);
 	}
 	fuse_reply_err(req, 0);
 	/* After the reply (the kernel waits for no RELEASE, and takes the

@@ -74,7 +74,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		return;
 	}
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		gw_file_release(gw, ino, fi);
+		gw_file_release(gw, ino, gw_file_of(fi));
 		gw_inode_forget(gw, ino->nodeid, 1);
 	}
 }
@@ -483,8 +483,8 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		kernel_times = ino->attr.type == NFSC_REG;
 		pthread_mutex_unlock(&ino->lock);
 	}
-	if (kernel_times && fi && fi->fh)
-		cr = ((struct gw_file *)(uintptr_t)fi->fh)->cred;
+	if (kernel_times && fi && gw_file_of(fi))
+		cr = gw_file_of(fi)->cred;
 	if (kernel_times) {
 		/* The kernel's mtime, not the caller's: judged without it. */
 		struct nfsc_sattr k = sa;
