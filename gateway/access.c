@@ -216,6 +216,20 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	return (granted & want) == want ? 0 : -EACCES;
 }
 
+void gw_access_note_search(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_cred *cr)
+{
+	struct nfsc_post none = { 0 };
+	int ret;
+
+	GW_ASSERT_NOT_HELD(&dir->lock);
+	/* The origin answered a LOOKUP in dir as cr: cr may search dir (at
+	 * its version now). Kept like an ACCESS answer of ACC_LOOKUP alone,
+	 * unless one that covers it is kept already. */
+	if (!cached(gw, dir, cr, ACC_LOOKUP, &ret))
+		remember(gw, dir, cr, ACC_LOOKUP, ACC_LOOKUP, &none);
+}
+
 void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,
 		       const struct nfsc_attr *after)
 {

@@ -473,6 +473,11 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
+/* A LOOKUP in dir as cr was answered by the origin: keep that cr may
+ * search dir, as an ACCESS answer (for lookups from kept names, also after
+ * a restart), so that no ACCESS is asked for what the origin just showed. */
+void gw_access_note_search(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_cred *cr);
 /* Under ino->lock: an own WRITE took the file from before to after (same
  * mode and owners): the answers stamped with before hold for after. */
 void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,

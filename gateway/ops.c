@@ -175,6 +175,9 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
 	if (ret == -EHOSTDOWN)
 		return gw_offline_lookup(gw, req, parent, name, e);
+	/* Found or not, the origin let cr search parent. */
+	if (!ret || ret == -ENOENT)
+		gw_access_note_search(gw, parent, &cr);
 	if (ret)
 		return ret;
 	if (!has_attr) {

@@ -161,6 +161,9 @@ echo "  actimeo=2, 3 s later: $aged ACCESS calls" >&2
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
 mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
 read_all env
+# A change through the killed run, so that it wrote records after the last
+# clean mark (a run that wrote nothing leaves md.log as clean as it was).
+echo killed >"$mnt/d2/by-the-killed-run" || bad "a create before the SIGKILL failed"
 kill -KILL "$GW_PID"
 wait "$GW_PID" 2>/dev/null
 fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
@@ -183,4 +186,20 @@ read_all env
 read_all "${AS_USER[@]}"
 refused "${AS_USER[@]}" d1/secret
 grep -q 'kept metadata (md.log)' "$GW_LOG" || bad "no log line about the damaged md.log"
+
+# 5. A LOOKUP the origin answered shows that the caller may search the
+# directory: kept as such, a file found by its path after a restart (from
+# kept names) asks no ACCESS of the directories on the way (before: one
+# per directory, the far bench's last ACCESS).
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+cdir=$(harness_tmpdir cache5)
+OPTS="cache_dir=$cdir,allow_other,nocto,actimeo=600"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+[ "$(cat "$mnt/d3/f5")" = d3/f5 ] || bad "5: d3/f5 by its path"
+unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
+mount_gateway "$ORIGIN_URL" "$mnt" "$OPTS" || exit 1
+[ "$(cat "$mnt/d3/f5")" = d3/f5 ] || bad "5: d3/f5 by its path after a restart"
+echo "  5: after a restart, d3/f5 by its path: ACCESS $(st origin_access_calls_total), LOOKUP $(st origin_lookup_calls_total), kept lookups $(st md_kept_lookups_total)" >&2
+[ "$(st md_kept_lookups_total)" -ge 2 ] || bad "5: the names on the way were not answered from what was kept"
+[ "$(st origin_access_calls_total)" = 0 ] || bad "5: $(st origin_access_calls_total) ACCESS calls for a path looked up before the restart"
 exit $fail
