@@ -53,7 +53,8 @@ int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data)
 {
 	switch (rpc_status) {
 	case RPC_STATUS_SUCCESS:
-		nfsc_origin_answered(r->n);
+		if (r->n->opts.offline)	/* else nobody asks when */
+			nfsc_origin_answered(r->n);
 		return data ? 0 : -EIO;
 	case RPC_STATUS_CANCEL:
 		return -ECANCELED;
