@@ -232,7 +232,6 @@ struct nfsc_origin_stat {
 	uint64_t back_total;		/* times back */
 	uint64_t refused;		/* calls failed with -EHOSTDOWN */
 	uint64_t probes;		/* probes sent */
-	double quiet_s;			/* since the last answer */
 };
 bool nfsc_origin_lost(const struct nfsc *n);
 void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out);

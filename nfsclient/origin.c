@@ -172,9 +172,6 @@ void nfsc_origin_free(struct nfsc *n)
 
 void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out)
 {
-	uint64_t last = __atomic_load_n(&n->last_answer_ns, __ATOMIC_RELAXED);
-	uint64_t now = nfsc_now_ns();
-
 	memset(out, 0, sizeof(*out));
 	out->lost = nfsc_origin_lost(n);
 	out->started_lost = n->started_lost;
@@ -182,5 +179,4 @@ void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out)
 	out->back_total = __atomic_load_n(&n->back_total, __ATOMIC_RELAXED);
 	out->refused = __atomic_load_n(&n->refused, __ATOMIC_RELAXED);
 	out->probes = __atomic_load_n(&n->probes, __ATOMIC_RELAXED);
-	out->quiet_s = last && now > last ? (double)(now - last) / 1e9 : 0;
 }
