@@ -30,6 +30,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "takeover.h"
 
 
 struct metric {
@@ -48,6 +49,21 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		cache_get_stats(gw->cache, &cs);
 #define M(nm, ty, hp, v) do { if (n < max) m[n++] = (struct metric){ \
 		"cachegw_" nm, ty, hp, (uint64_t)(v) }; } while (0)
+	if (gw_state) {
+		M("serving_pid", "gauge", "The process serving the mount now.",
+		  getpid());
+		M("supervisor_pid", "gauge", "The supervising process "
+		  "(supervise; 0: none).",
+		  __atomic_load_n(&gw_state->supervisor_pid,
+				  __ATOMIC_RELAXED));
+		M("takeover_generation", "counter", "Takeovers of the mount's "
+		  "connection since it was made (upgrades and crashes).",
+		  __atomic_load_n(&gw_state->generation, __ATOMIC_RELAXED));
+		M("takeover_pause_us", "gauge", "How long the clients waited "
+		  "at the last takeover (microseconds).",
+		  __atomic_load_n(&gw_state->pause_ns, __ATOMIC_RELAXED) /
+		  1000);
+	}
 	M("origin_read_bytes_total", "counter",
 	  "Bytes of READ payload received from the origin.",
 	  nfsc_read_bytes(gw->nfs));
@@ -400,10 +416,12 @@ static void serve_client(struct gw *gw, int fd)
 		gw_ctl_drain(gw, out);
 	else if (!strcmp(cmd, "reclaim"))
 		ctl_reclaim(gw, out);
+	else if (!strncmp(cmd, "takeover ", 9))
+		gw_ctl_takeover(gw, fd, cmd + 9, out);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
 			"prometheus, mountpoint, cached PATH, drain, "
-			"reclaim)\n", cmd);
+			"reclaim, takeover)\n", cmd);
 	fclose(out);
 }
 

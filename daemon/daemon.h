@@ -35,6 +35,56 @@ int gw_drain_serving(void);		/* on the loop's thread, before it */
  * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
 void gw_drain_stop(int status);		/* the exit path is done */
+/* A takeover was asked for (takeover.c): stop the loop as a second
+ * SIGTERM would, without detaching; -EBUSY unless serving. */
+int gw_drain_takeover(void);
+/* A successor's exit path: its session never mounted, so libfuse does not
+ * unmount: detach the mount if it is still ours. */
+void gw_drain_detach_if_ours(void);
+
+
+/* ---- takeover.c: one connection, one process after another ---- */
+int gw_state_create(void);		/* the first process: a new memfd */
+int gw_state_open(int fd, char *err, size_t len);	/* a successor */
+int gw_state_fd(void);
+void gw_state_close(void);
+int gw_send_fds(int sock, const char *msg, const int *fds, int n);
+/* One message and up to *n descriptors (*n: how many came). */
+ssize_t gw_recv_fds(int sock, char *msg, size_t len, int *fds, int *n);
+bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
+/* Before the loop: the first process reads, keeps and serves the INIT;
+ * a successor replays the kept one. */
+int gw_takeover_init(struct gw *gw, bool successor);
+/* A successor: the open files and directories of the state; after a
+ * crash, COMMIT what the dead process wrote. */
+int gw_takeover_adopt(struct gw *gw);
+/* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
+int gw_takeover_resend(struct gw *gw);
+void gw_takeover_serving(struct gw *gw, bool successor);
+/* ctl "takeover VERSION FORMAT MNT" (the old process). */
+void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
+/* The loop ended for a takeover: commit, keep the descriptor aside. */
+int gw_takeover_handover_begin(struct gw *gw);
+/* Everything closed: send the descriptors. */
+int gw_takeover_handover_end(struct gw *gw);
+/* The new process: a live gateway's control socket for cache_dir (fd), or
+ * -errno (none answers). */
+int gw_takeover_probe(const char *cache_dir);
+/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
+ * the state, or -errno with a line in err. */
+int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
+			size_t len);
+
+
+/* ---- supervise.c: a crash survived ---- */
+/* Runs the gateway in a child and starts a successor when it dies; fds:
+ * the connection and state to serve (-1: a new mount). The exit status. */
+int gw_supervise(struct gw_opts *o, const int fds[2], int notify_fd);
+/* main.c: one serving process. fds as above; sup_fd: to the supervisor
+ * (-1: none); notify_fd: the start-up verdict's pipe (-1: none). */
+int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+/* Standard streams to /dev/null, the log to its file or syslog. */
+void gw_daemon_detach(const struct gw_opts *o);
 
 
 /* ---- origin_root.c ---- */

@@ -468,3 +468,22 @@ void gw_drain_stop(int status)
 	pthread_join(dr.thread, NULL);
 	dr.started = false;
 }
+
+int gw_drain_takeover(void)
+{
+	int ret = -EBUSY;
+
+	pthread_mutex_lock(&dr.lock);
+	if (dr.started && dr.phase == DRAIN_SERVING) {
+		stop_session_locked();
+		ret = 0;
+	}
+	pthread_mutex_unlock(&dr.lock);
+	return ret;
+}
+
+void gw_drain_detach_if_ours(void)
+{
+	if (dr.gw && !dr.detached && mount_is_ours())
+		detach_mount();
+}

@@ -57,7 +57,7 @@ static void daemon_notify(int *notify_fd, unsigned char status)
 	*notify_fd = -1;
 }
 
-static void daemon_detach(const struct gw_opts *o)
+void gw_daemon_detach(const struct gw_opts *o)
 {
 	int fd = open("/dev/null", O_RDWR);
 
@@ -236,12 +236,16 @@ static int open_cache(struct gw *gw)
 	return 0;
 }
 
-static int run(struct gw_opts *o)
+int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 {
 	struct gw gw = {
 		.o = o,
 		.ctl_fd = -1,
 		.metrics_fd = -1,
+		.takeover_fd = -1,
+		.handover_fuse_fd = -1,
+		.sup_fd = sup_fd,
+		.successor = fds[0] >= 0,
 		.win_lock = PTHREAD_MUTEX_INITIALIZER,
 		.win_cond = PTHREAD_COND_INITIALIZER,
 		.fill_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -249,12 +253,18 @@ static int run(struct gw_opts *o)
 		.fs_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	struct fuse_loop_config *cfg = NULL;
-	int notify_fd = -1;
 	int ret = EXIT_FAILURE;
+	char err[256];
+	bool handed = false;
 
-	if (!o->foreground && daemon_start(&notify_fd) < 0) {
-		perror("cachegw: fork");
-		return EXIT_FAILURE;
+	/* What a successor needs, kept from the start (takeover.h). */
+	if (gw.successor ? gw_state_open(fds[1], err, sizeof(err)) :
+			   (snprintf(err, sizeof(err), "cannot make the "
+				     "takeover state"), gw_state_create())) {
+		fprintf(stderr, "cachegw: %s\n", err);
+		if (gw.successor)
+			close(fds[1]);
+		goto out_cache;
 	}
 	/* Before any thread: every thread inherits HUP, INT and TERM
 	 * blocked, so only drain.c's thread takes them. */
@@ -286,7 +296,19 @@ static int run(struct gw_opts *o)
 			"(bad mount options?)\n");
 		goto out_itable;
 	}
-	if (fuse_session_mount(gw.se, o->mountpoint)) {
+	if (gw.successor) {
+		char dev[32];
+
+		/* The connection as it is: libfuse takes /dev/fd/N as an open
+		 * /dev/fuse and mounts nothing. */
+		snprintf(dev, sizeof(dev), "/dev/fd/%d", fds[0]);
+		if (fuse_session_mount(gw.se, dev)) {
+			fprintf(stderr, "cachegw: cannot serve the FUSE "
+				"connection handed over\n");
+			close(fds[0]);
+			goto out_session;
+		}
+	} else if (fuse_session_mount(gw.se, o->mountpoint)) {
 		fprintf(stderr, "cachegw: cannot mount on '%s' (is /dev/fuse "
 			"available and are you allowed to mount?)\n",
 			o->mountpoint);
@@ -305,7 +327,7 @@ static int run(struct gw_opts *o)
 	}
 	/* Before the first request: hidden names of files an earlier run
 	 * had open when it died. */
-	if (gw_silly_start(&gw, o->cache_dir)) {
+	if (gw_silly_start(&gw, o->cache_dir, gw.successor)) {
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_unmount;
 	}
@@ -348,9 +370,46 @@ static int run(struct gw_opts *o)
 		fuse_loop_cfg_destroy(cfg);
 		goto out_unmount;
 	}
-	if (!o->foreground) {
+	/* The connection's INIT: served now (and kept), or replayed. */
+	ret = gw_takeover_init(&gw, gw.successor);
+	if (ret) {
+		fprintf(stderr, "cachegw: cannot read the kernel's FUSE INIT: "
+			"%s\n", strerror(-ret));
+		ret = EXIT_FAILURE;
+		fuse_loop_cfg_destroy(cfg);
+		goto out_unmount;
+	}
+	if (gw.successor) {
+		ret = gw_takeover_adopt(&gw);
+		if (ret) {
+			fprintf(stderr, "cachegw: cannot adopt the open files "
+				"of the connection: %s\n", strerror(-ret));
+			ret = EXIT_FAILURE;
+			fuse_loop_cfg_destroy(cfg);
+			goto out_unmount;
+		}
+		/* What the last process read and never answered: to the
+		 * queue again, for this one. */
+		ret = gw_takeover_resend(&gw);
+		if (ret)
+			gw_log("takeover: the kernel did not take "
+			       "FUSE_NOTIFY_RESEND (%s; Linux >= 6.9 has it): "
+			       "requests the last process had read stay "
+			       "unanswered, their callers wait until killed",
+			       strerror(-ret));
+		ret = 0;
+	} else if (sup_fd >= 0) {
+		int both[2] = { fuse_session_fd(gw.se), gw_state_fd() };
+
+		if (gw_send_fds(sup_fd, "fds\n", both, 2))
+			gw_log("supervise: cannot pass the connection to the "
+			       "supervisor: a crash will not be survived");
+	}
+	gw_takeover_serving(&gw, gw.successor);
+	if (notify_fd >= 0) {
 		daemon_notify(&notify_fd, EXIT_SUCCESS);
-		daemon_detach(o);
+		if (!o->foreground)
+			gw_daemon_detach(o);
 	}
 	if (gw_drain_serving())
 		gw_log("cannot take signals: SIGTERM ends the gateway "
@@ -369,16 +428,30 @@ static int run(struct gw_opts *o)
 	ret = ret ? EXIT_FAILURE : EXIT_SUCCESS;
 	fuse_loop_cfg_destroy(cfg);
 	gw_drain_loop_ended(&gw);
+	/* Asked to hand over: the writers' data committed, the connection
+	 * kept aside for the successor, the handles only freed below. */
+	if (__atomic_load_n(&gw.takeover_fd, __ATOMIC_ACQUIRE) >= 0) {
+		if (gw_takeover_handover_begin(&gw) == 0) {
+			handed = true;
+		} else {
+			gw_log("takeover: cannot keep the connection for the "
+			       "successor");
+			close(gw.takeover_fd);
+			gw.takeover_fd = -1;
+		}
+	}
 	/* No request runs any more, the origin is still there: what the
 	 * kernel never released (an unmount drops queued RELEASEs) is
 	 * released now. */
-	if (gw_handles_release(&gw))
+	if (gw_handles_release(&gw) && !handed)
 		gw_log("released at exit the files and directories whose "
 		       "release never came");
 	gw_handles_fini();
 	if (__atomic_load_n(&gw.exit_commit_errors, __ATOMIC_RELAXED))
 		ret = EXIT_FAILURE;
 out_unmount:
+	if (gw.successor && !handed)
+		gw_drain_detach_if_ours();
 	fuse_session_unmount(gw.se);
 out_session:
 	fuse_session_destroy(gw.se);
@@ -409,10 +482,59 @@ out_cache:
 	if (gw_buf_mapped())
 		gw_log("BUG: %llu bytes of data buffers still referenced at exit",
 		       (unsigned long long)gw_buf_mapped());
+	if (handed) {
+		ret = gw_takeover_handover_end(&gw) ? EXIT_FAILURE :
+						      EXIT_SUCCESS;
+		if (sup_fd >= 0 && ret == EXIT_SUCCESS &&
+		    gw_send_fds(sup_fd, "handed\n", NULL, 0))
+			gw_log("supervise: cannot tell the supervisor");
+	}
+	gw_state_close();
 	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();
 	return ret;
+}
+
+/* A live gateway serves this cache directory: ask it to hand its
+ * connection over (takeover.c). 0 with fds, or the exit status. */
+static int take_over(struct gw_opts *o, int live, int fds[2])
+{
+	char err[512];
+	int pid;
+
+	pid = gw_takeover_request(live, o->mountpoint_real, fds, err,
+				  sizeof(err));
+	close(live);
+	if (pid < 0) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on "
+			"the same cache_dir, which did not hand over: %s\n",
+			o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	fprintf(stderr, "cachegw: took over %s from pid %d\n",
+		o->mountpoint_real, pid);
+	return 0;
+}
+
+static int start(struct gw_opts *o)
+{
+	int fds[2] = { -1, -1 }, notify_fd = -1, live, ret;
+
+	if (!o->foreground && daemon_start(&notify_fd) < 0) {
+		perror("cachegw: fork");
+		return EXIT_FAILURE;
+	}
+	/* After the fork: the process that asks is the one that serves (or
+	 * supervises); its errors still reach the terminal. */
+	live = gw_takeover_probe(o->cache_dir);
+	if (live >= 0 && (ret = take_over(o, live, fds))) {
+		daemon_notify(&notify_fd, (unsigned char)ret);
+		return ret;
+	}
+	if (o->supervise)
+		return gw_supervise(o, fds, notify_fd);
+	return gw_run(o, fds, -1, notify_fd);
 }
 
 /* Every open file's cache object holds two descriptors; many clients of
@@ -455,7 +577,7 @@ int main(int argc, char **argv)
 		gw_opts_free(&o);
 		return EXIT_FAILURE;
 	}
-	ret = run(&o);
+	ret = start(&o);
 	gw_opts_free(&o);
 	return ret;
 }

@@ -19,7 +19,7 @@
 
 enum {
 	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
-	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO,
+	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO, KEY_SUPERVISE, KEY_NOSUPERVISE,
 	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW, KEY_DIRTY,
 	KEY_CWRITES, KEY_METRICS, KEY_WRITEBACK, KEY_NOWRITEBACK,
 	KEY_FILLBEHIND,
@@ -59,6 +59,8 @@ static const struct fuse_opt gw_optspec[] = {
 	FUSE_OPT_KEY("soft", KEY_SOFT),
 	FUSE_OPT_KEY("hard", KEY_HARD),
 	FUSE_OPT_KEY("nocto", KEY_NOCTO),
+	FUSE_OPT_KEY("supervise", KEY_SUPERVISE),
+	FUSE_OPT_KEY("nosupervise", KEY_NOSUPERVISE),
 	FUSE_OPT_KEY("cto", KEY_CTO),
 	FUSE_OPT_KEY("writeback", KEY_WRITEBACK),
 	FUSE_OPT_KEY("nowriteback", KEY_NOWRITEBACK),
@@ -147,6 +149,9 @@ void gw_usage(const char *prog)
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
 "                       commits [30]\n"
+"  supervise            a supervising process keeps the FUSE connection and\n"
+"                       starts a successor when the serving one dies\n"
+"                       (needs Linux >= 6.9) [off]\n"
 "  offline=S            origin silent S seconds: serve what the cache holds,\n"
 "                       fail what it does not (EHOSTDOWN); start without\n"
 "                       the origin from a warm cache [0: off]\n"
@@ -356,6 +361,12 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 0;
 	case KEY_NOCTO:
 		o->nocto = true;
+		return 0;
+	case KEY_SUPERVISE:
+		o->supervise = true;
+		return 0;
+	case KEY_NOSUPERVISE:
+		o->supervise = false;
 		return 0;
 	case KEY_CTO:
 		o->nocto = false;

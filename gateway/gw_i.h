@@ -98,6 +98,7 @@ struct gw_opts {
 	bool soft;
 	unsigned acregmin, acregmax, acdirmin, acdirmax;	/* seconds */
 	bool nocto;
+	bool supervise;			/* supervise: a crash is survived */
 	bool writeback;			/* FUSE_CAP_WRITEBACK_CACHE */
 	/* cache */
 	uint64_t cache_size;		/* bytes, 0 = no cap */
@@ -189,6 +190,10 @@ struct gw_inode {
 	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
 	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
 	uint64_t nlookup;		/* kernel references, itable lock */
+	bool adopted;			/* made by a successor for a node-id
+					 * the kernel had from an earlier
+					 * process: nlookup is a guess, a
+					 * FORGET of more ends it; itable lock */
 	pthread_mutex_t coh_lock;	/* orders the cache's coherency data
 					 * of own writes (cobj.c); guards
 					 * coh_attr, coh_set only */
@@ -283,6 +288,10 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh);
 void gw_itable_free(struct gw *gw);
 /* The inode for a node-id the kernel holds, or NULL. */
 struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
+/* For a node-id a request names: gw_inode_find, or in a successor
+ * (gw->successor) a node-id the kernel was given by an earlier process,
+ * made from the node-id table (adopted). */
+struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid);
 /* Any node-id ever handed out, brought back from the node-id table if it
  * is not in memory; takes one kernel reference (drop it with
  * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
@@ -388,6 +397,24 @@ void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
  * handles never released; returns how many. */
 size_t gw_handles_release(struct gw *gw);
 size_t gw_handles_count(void);		/* open files and directories */
+/* A successor's (issue 22, takeover.h): */
+/* Record h for a successor (gw_state->recs), before the open's reply. */
+void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
+		       const struct nfsc_cred *cred, bool writer);
+/* List h under the id a dead or retired process gave the kernel: 0,
+ * -EEXIST, -EINVAL, -ENOMEM. Before the first request only. */
+int gw_handle_adopt(struct gw_handle *h,
+		    void (*release)(struct gw *, struct gw_handle *),
+		    uint64_t id);
+/* After the last gw_handle_adopt: the slots between free again. */
+int gw_handles_adopted(void);
+/* Handing over: releases from now on leave the records alone. */
+void gw_handles_freeze_records(void);
+/* fn on every listed handle (no request may run: a handle released
+ * meanwhile would be used after its free); how many. */
+size_t gw_handles_each(struct gw *gw,
+		       void (*fn)(struct gw *, struct gw_handle *, void *),
+		       void *arg);
 
 struct gw_file {
 	struct gw_handle h;		/* first: fi->fh's id names both */
@@ -406,6 +433,14 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 const struct nfsc_attr *created, struct fuse_file_info *fi);
 /* The last of f (fi->fh's, gw_file_of): unlisted and freed. */
 void gw_file_release(struct gw *gw, struct gw_inode *ino, struct gw_file *f);
+struct gw_hrec;
+/* Handing over: every writer's data committed, errors into the records;
+ * how many writers had one. */
+size_t gw_files_handover(struct gw *gw);
+/* Taking over: a file or directory the kernel had from an earlier
+ * process, under the same id. */
+int gw_file_adopt(struct gw *gw, const struct gw_hrec *r);
+int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r);
 
 static inline struct gw *req_gw(fuse_req_t req)
 {
@@ -518,6 +553,15 @@ void gw_set_kernel_dirty_limits(const struct gw_opts *o);
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
 		   bool commit);
 void gw_write_forget(struct gw_inode *ino);
+/* A successor's (takeover.h): a write error the last process had for f
+ * (NULL: for every writer open now), reported at its next flush/fsync. */
+void gw_write_adopt_err(struct gw_inode *ino, struct gw_file *f, int err);
+/* After a crash: COMMIT what the dead process had written, as cr; a
+ * verifier other than want_verf (its last WRITE's; 0: unknown) means the
+ * origin restarted meanwhile and may have lost it: -EIO. An error is
+ * recorded for the writers (errseq). */
+int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
+			  const struct nfsc_cred *cr, uint64_t want_verf);
 /* The credentials of the files open for writing on ino other than cr,
  * each once, oldest open first, into out; at most GW_CRED_TRIES. */
 #define GW_CRED_TRIES 8
@@ -623,7 +667,7 @@ bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
 /* In a FUSE operation: declare var, the inode of nodeid, or answer the
  * request ESTALE and return. */
 #define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
-	struct gw_inode *var = gw_inode_find(gw, nodeid);		\
+	struct gw_inode *var = gw_inode_get(gw, nodeid);		\
 	if (!var) {							\
 		fuse_reply_err(req, ESTALE);				\
 		return;							\
@@ -683,7 +727,7 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
  * cache_dir); call it once the origin answers. */
 struct gw_silly;
 struct gw_silly_tab;
-int gw_silly_start(struct gw *gw, const char *cache_dir);
+int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep);
 void gw_silly_stop(struct gw *gw);
 /* Should removing the name whose file is ino (attributes a) be a RENAME to
  * a hidden name instead: a regular file open through the mount, and this
@@ -748,6 +792,18 @@ struct gw {
 	uint64_t handle_cutover;	/* set at start */
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
+	bool successor;			/* serves a connection another process
+					 * made (takeover.h): node-ids the
+					 * kernel holds are adopted on first
+					 * use; set at start */
+	int takeover_fd;		/* the successor's connection, once it
+					 * asked (atomic; -1: none) */
+	int handover_fuse_fd;		/* main thread: the connection, kept
+					 * for the successor */
+	int sup_fd;			/* to the supervisor (-1: none) */
+	bool handing_over;		/* the loop ended for a takeover:
+					 * handles are freed, not released;
+					 * main thread only */
 	struct gw_itable it;		/* its own lock */
 	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
 	struct nodes_md *md;		/* remember.c: kept metadata; set at

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 
 #include "gw_i.h"
+#include "takeover.h"
+
+struct gw_state *gw_state;
 
 /* What the kernel holds (fi->fh) is an identifier, not a pointer: the
  * low 32 bits a slot of the table below plus one, the high 32 a
@@ -33,6 +36,7 @@ static uint32_t next_slot;		/* handle_lock */
 static uint32_t *free_slots;		/* a stack; handle_lock */
 static uint32_t nfree, free_cap;	/* handle_lock */
 static uint32_t generation;		/* handle_lock */
+static bool records_frozen;		/* handle_lock: handed over */
 
 /* A slot for h: its id, or 0 (out of memory, or 4M handles open). */
 static uint64_t slot_take_locked(struct gw_handle *h)
@@ -70,6 +74,8 @@ static void slot_give_locked(struct gw_handle *h)
 	uint32_t idx = (uint32_t)h->id - 1;
 
 	GW_ASSERT_HELD(&handle_lock);
+	if (gw_state && !records_frozen)
+		__atomic_store_n(&gw_state->recs[idx].id, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], NULL,
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&h->id, 0, __ATOMIC_RELAXED);
@@ -186,4 +192,128 @@ size_t gw_handles_count(void)
 		n++;
 	pthread_mutex_unlock(&handle_lock);
 	return n;
+}
+
+/* ---- what a successor needs (takeover.h) ---- */
+
+void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
+		       const struct nfsc_cred *cred, bool writer)
+{
+	uint64_t id = __atomic_load_n(&h->id, __ATOMIC_RELAXED);
+	struct gw_hrec *r;
+
+	if (!gw_state || !(uint32_t)id)
+		return;
+	r = &gw_state->recs[(uint32_t)id - 1];
+	for (uint32_t hwm = __atomic_load_n(&gw_state->slots_hwm,
+					    __ATOMIC_RELAXED);
+	     hwm < (uint32_t)id &&
+	     !__atomic_compare_exchange_n(&gw_state->slots_hwm, &hwm,
+					  (uint32_t)id, false,
+					  __ATOMIC_RELAXED, __ATOMIC_RELAXED);)
+		;
+	__atomic_store_n(&r->id, 0, __ATOMIC_RELAXED);
+	r->nodeid = nodeid;
+	r->kind = kind;
+	r->writer = writer;
+	r->werr = 0;
+	r->cred = *cred;
+	__atomic_store_n(&r->id, id, __ATOMIC_RELEASE);
+}
+
+int gw_handle_adopt(struct gw_handle *h,
+		    void (*release)(struct gw *, struct gw_handle *),
+		    uint64_t id)
+{
+	uint32_t idx = (uint32_t)id - 1;
+
+	if (!(uint32_t)id || idx >= H_PAGE * H_PAGES)
+		return -EINVAL;
+	h->release = release;
+	h->prev = NULL;
+	pthread_mutex_lock(&handle_lock);
+	if (!pages[idx / H_PAGE]) {
+		struct gw_handle **p = calloc(H_PAGE, sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&handle_lock);
+			return -ENOMEM;
+		}
+		__atomic_store_n(&pages[idx / H_PAGE], p, __ATOMIC_RELEASE);
+	}
+	if (pages[idx / H_PAGE][idx % H_PAGE]) {
+		pthread_mutex_unlock(&handle_lock);
+		return -EEXIST;
+	}
+	if (idx >= next_slot)
+		next_slot = idx + 1;
+	if ((uint32_t)(id >> 32) > generation)
+		generation = (uint32_t)(id >> 32);
+	__atomic_store_n(&h->id, id, __ATOMIC_RELAXED);
+	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], h,
+			 __ATOMIC_RELEASE);
+	h->next = handles;
+	if (handles)
+		handles->prev = h;
+	handles = h;
+	h->listed = true;
+	pthread_mutex_unlock(&handle_lock);
+	return 0;
+}
+
+int gw_handles_adopted(void)
+{
+	pthread_mutex_lock(&handle_lock);
+	/* The slots below the highest adopted one that nothing took. */
+	for (uint32_t idx = next_slot; idx-- > 0;) {
+		struct gw_handle **p = pages[idx / H_PAGE];
+
+		if (p && p[idx % H_PAGE])
+			continue;
+		if (nfree == free_cap) {
+			uint32_t cap = free_cap ? free_cap * 2 : 256;
+			uint32_t *v = realloc(free_slots, cap * sizeof(*v));
+
+			if (!v) {
+				pthread_mutex_unlock(&handle_lock);
+				return -ENOMEM;
+			}
+			free_slots = v;
+			free_cap = cap;
+		}
+		if (gw_state)
+			__atomic_store_n(&gw_state->recs[idx].id, 0,
+					 __ATOMIC_RELAXED);
+		free_slots[nfree++] = idx;
+	}
+	pthread_mutex_unlock(&handle_lock);
+	return 0;
+}
+
+void gw_handles_freeze_records(void)
+{
+	pthread_mutex_lock(&handle_lock);
+	records_frozen = true;
+	pthread_mutex_unlock(&handle_lock);
+}
+
+size_t gw_handles_each(struct gw *gw,
+		       void (*fn)(struct gw *, struct gw_handle *, void *),
+		       void *arg)
+{
+	struct gw_handle **v = NULL, *h;
+	size_t n = 0, i = 0;
+
+	pthread_mutex_lock(&handle_lock);
+	for (h = handles; h; h = h->next)
+		n++;
+	if (n)
+		v = malloc(n * sizeof(*v));
+	for (h = handles; v && h; h = h->next)
+		v[i++] = h;
+	pthread_mutex_unlock(&handle_lock);
+	for (size_t j = 0; j < i; j++)
+		fn(gw, v[j], arg);
+	free(v);
+	return i;
 }

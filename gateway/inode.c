@@ -190,6 +190,43 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
 	return ino;
 }
 
+struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino = gw_inode_find(gw, nodeid), *fresh;
+	struct nfsc_fh fh;
+	uint64_t parent;
+	uint32_t gen;
+	size_t len = sizeof(fh.data);
+
+	if (ino || !gw->successor)
+		return ino;
+	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0)
+		return NULL;
+	fh.len = (uint32_t)len;
+	fresh = inode_new(gw, &fh, nodeid);
+	if (!fresh)
+		return NULL;
+	fresh->parent = parent;
+	pthread_mutex_lock(&t->lock);
+	ino = find_id_locked(t, nodeid);
+	if (!ino && (ino = find_fh_locked(t, &fh)))
+		ino = NULL;	/* the handle has another node-id now */
+	else if (!ino) {
+		if (t->count >= t->nbuckets)
+			grow_locked(t);
+		fresh->nlookup = 1;
+		fresh->adopted = true;
+		insert_locked(t, fresh);
+		ino = fresh;
+		fresh = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (fresh)
+		inode_free(gw, fresh);
+	return ino;
+}
+
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 			      const struct nfsc_attr *attr, uint64_t parent)
 {
@@ -284,7 +321,11 @@ void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n)
 	 * reference was lost or counted twice here, and the inode (maybe
 	 * still in use by a request) would be freed early. Stop, in every
 	 * build, rather than go on with the table wrong. */
-	if (ino->nlookup < n) {
+	if (ino->nlookup < n && ino->adopted) {
+		/* The kernel's count of an adopted inode was not known: a
+		 * FORGET means it evicted the inode, whatever it held. */
+		n = ino->nlookup;
+	} else if (ino->nlookup < n) {
 		gw_log("BUG: forget of %llu lookups of node-id %llu, which has "
 		       "%llu", (unsigned long long)n,
 		       (unsigned long long)nodeid,

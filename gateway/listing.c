@@ -17,6 +17,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
+#include "takeover.h"
 
 /* ---- directories ----
  *
@@ -214,7 +215,7 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	struct nfsc_attr ver;
 	struct nfsc_cred cr;
 	struct gw_dir *d;
@@ -260,6 +261,7 @@ opened:
 		return;
 	}
 	fi->fh = d->h.id;
+	gw_handle_publish(&d->h, GW_HREC_DIR, nodeid, &cr, false);
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		gw_handle_del(&d->h);
@@ -291,6 +293,29 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
 
+	if (!d) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (!d->snap) {
+		/* Adopted from an earlier process (gw_dir_adopt): listed
+		 * again, the offsets the kernel has index the new listing,
+		 * the same one unless the directory changed meanwhile. */
+		struct gw_inode *ino = gw_inode_get(gw, nodeid);
+		struct nfsc_attr ver;
+		struct nfsc_cred cr;
+		int ret = -ESTALE;
+
+		gw_req_cred(req, &cr);
+		if (ino)
+			ret = gw_get_attr(gw, req, ino, true, &ver);
+		if (ret >= 0)
+			ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+		if (ret < 0) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
 	buf = malloc(size);
 	/* At most one reference per entry that fits (the shortest entry has
 	 * a one-byte name). */
@@ -393,4 +418,18 @@ void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 	(void)datasync;
 	(void)fi;
 	fuse_reply_err(req, 0);
+}
+
+int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r)
+{
+	struct gw_dir *d = calloc(1, sizeof(*d));
+	int ret;
+
+	(void)gw;
+	if (!d)
+		return -ENOMEM;
+	ret = gw_handle_adopt(&d->h, dir_free, r->id);
+	if (ret)
+		free(d);
+	return ret;
 }

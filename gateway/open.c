@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
+#include "takeover.h"
 
 /* A file the kernel never released (handles.c): as gw_release. */
 static void file_release(struct gw *gw, struct gw_handle *h)
@@ -20,7 +21,7 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 	struct gw_file *f = (struct gw_file *)h;
 	struct gw_inode *ino = gw_inode_find(gw, f->nodeid);
 
-	if (!ino) {
+	if (!ino || gw->handing_over) {	/* the successor's now */
 		free(f);
 		return;
 	}
@@ -167,6 +168,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		       (unsigned long long)a.fileid);
 	f->nodeid = ino->nodeid;
 	fi->fh = f->h.id;
+	gw_handle_publish(&f->h, GW_HREC_FILE, f->nodeid, &f->cred, f->writer);
 	return 0;
 
 out_free:
@@ -223,7 +225,7 @@ void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		    struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	bool inval;
 	int ret;
 
@@ -329,7 +331,7 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 		       struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	char *drop = NULL;
 	uint64_t dir = 0;
 	int ret;
@@ -362,4 +364,76 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 			     "is dropped for the origin's size");
 		free(drop);
 	}
+}
+
+/* ---- handing over, and taking over (takeover.h) ---- */
+
+/* A writer's data committed; an error it has not been told goes with its
+ * record to the successor. */
+static void handover_file(struct gw *gw, struct gw_handle *h, void *arg)
+{
+	struct gw_file *f = (struct gw_file *)h;
+	struct gw_inode *ino;
+	size_t *errs = arg;
+	int ret;
+
+	if (h->release != file_release || !f->writer ||
+	    !(ino = gw_inode_find(gw, f->nodeid)))
+		return;
+	ret = gw_write_flush(gw, ino, f, true);
+	if (ret < 0 && gw_state) {
+		gw_state->recs[(uint32_t)h->id - 1].werr = -ret;
+		(*errs)++;
+	}
+}
+
+size_t gw_files_handover(struct gw *gw)
+{
+	size_t errs = 0;
+
+	gw_handles_each(gw, handover_file, &errs);
+	return errs;
+}
+
+int gw_file_adopt(struct gw *gw, const struct gw_hrec *r)
+{
+	struct gw_inode *ino = gw_inode_get(gw, r->nodeid);
+	struct gw_file *f, **pp;
+	struct nfsc_attr a;
+	int ret;
+
+	if (!ino)
+		return -ESTALE;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->nodeid = r->nodeid;
+	f->cred = r->cred;
+	f->writer = r->writer;
+	ret = gw_handle_adopt(&f->h, file_release, r->id);
+	if (ret) {
+		free(f);
+		return ret;
+	}
+	pthread_mutex_lock(&ino->lock);
+	ino->opens++;
+	ino->opened_before = false;	/* the next open drops the pages */
+	if (f->writer) {
+		ino->writers++;
+		f->werr_seen = ino->werr_seq;
+		for (pp = &ino->wfiles; *pp; pp = &(*pp)->wnext)
+			;
+		*pp = f;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	if (r->werr)
+		gw_write_adopt_err(ino, f, -r->werr);
+	/* Its cache object, for the version the origin has now. */
+	if (nfsc_getattr(gw->nfs, &f->cred, &ino->fh, &a) == 0) {
+		gw_inode_set_attr_if_newer(ino, &a);
+		if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+			gw_log("cache: cannot hold file %llu, reading from "
+			       "the origin", (unsigned long long)a.fileid);
+	}
+	return 0;
 }

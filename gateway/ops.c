@@ -22,6 +22,7 @@
 #include "condwait.h"
 #include "groups.h"
 #include "gw_i.h"
+#include "takeover.h"
 
 void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
 {
@@ -96,6 +97,40 @@ static void splice_probe(unsigned max_write)
 	close(p[1]);
 }
 
+/* What the first process negotiated goes to its successors; a successor
+ * says what the kernel has, whatever its own options would want (the
+ * kernel negotiates once per connection). */
+static void negotiated(struct gw *gw, struct fuse_conn_info *conn)
+{
+	struct gw_state *st = gw_state;
+
+	if (!st->negotiated) {
+		st->want = conn->want;
+		st->max_write = conn->max_write;
+		st->max_read = conn->max_read;
+		st->max_readahead = conn->max_readahead;
+		st->max_background = conn->max_background;
+		st->congestion_threshold = conn->congestion_threshold;
+		st->time_gran = conn->time_gran;
+		st->negotiated = 1;
+		return;
+	}
+	if (conn->want != st->want)
+		gw_log("takeover: these options would negotiate other FUSE "
+		       "capabilities (0x%llx) than the connection has "
+		       "(0x%llx): serving with the connection's until the "
+		       "next mount", (unsigned long long)conn->want,
+		       (unsigned long long)st->want);
+	conn->want = (unsigned)st->want;
+	conn->max_write = st->max_write;
+	conn->max_read = st->max_read;
+	conn->max_readahead = st->max_readahead;
+	conn->max_background = st->max_background;
+	conn->congestion_threshold = st->congestion_threshold;
+	conn->time_gran = st->time_gran;
+	gw->o->writeback = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
+}
+
 static void gw_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct gw *gw = userdata;
@@ -143,6 +178,8 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 			       "cache; writing through");
 		}
 	}
+	if (gw_state)
+		negotiated(gw, conn);
 }
 
 /* Fill a fuse_entry_param for ino with attributes a. */
@@ -350,7 +387,7 @@ static void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = lookup_dot(gw, req, parent, name[1] == '.', &e);
 		goto reply;
 	}
-	p = gw_inode_find(gw, parent);
+	p = gw_inode_get(gw, parent);
 	if (!p) {
 		fuse_reply_err(req, ESTALE);
 		return;

@@ -432,7 +432,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		       int to_set, struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	struct nfsc_sattr sa;
 	struct nfsc_post post;
 	struct nfsc_cred cr;
@@ -569,7 +569,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)
 {
 	struct gw *gw = req_gw(req);
-	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	struct nfsc_cred cr;
 
 	if (!ino) {

@@ -277,7 +277,7 @@ static void load(struct gw_silly_tab *t)
 	fclose(f);
 }
 
-int gw_silly_start(struct gw *gw, const char *cache_dir)
+int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep)
 {
 	struct gw_silly_tab *t = calloc(1, sizeof(*t));
 	struct gw_silly **pp, *s;
@@ -293,7 +293,15 @@ int gw_silly_start(struct gw *gw, const char *cache_dir)
 	t->counter = (uint64_t)time(NULL) << 16;
 	gw->silly = t;
 	load(t);
-	for (pp = &t->head; (s = *pp);) {
+	/* A successor (takeover.h): the names are of files the kernel may
+	 * still have open through the connection; the next fresh start
+	 * removes them. */
+	for (pp = &t->head; keep && (s = *pp);) {
+		gw_log("silly-rename: %s kept (its file may still be open)",
+		       s->name);
+		pp = &s->next;
+	}
+	for (pp = &t->head; !keep && (s = *pp);) {
 		ret = silly_remove(gw, s);
 		if (ret) {
 			gw_log("silly-rename: cannot remove %s left by an "

@@ -33,6 +33,7 @@
 #include "cache.h"
 #include "lockcheck.h"
 #include "write_i.h"
+#include "takeover.h"
 
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, char *buf, size_t size, off_t off,
@@ -88,6 +89,8 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 				 (uint64_t)off, false, judge ? &known : NULL,
 				 &res);
 	memcpy(e->verf, res.verf, 8);
+	if (!ret && res.have_verf)
+		gw_state_note_verf(res.verf);
 	e->mixed = res.mixed;
 	gw_window_put(gw, size);
 	/* Fetches started before now may hold what this write replaced. */

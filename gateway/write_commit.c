@@ -203,3 +203,36 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
 	pthread_mutex_unlock(&ino->lock);
 	return ret;
 }
+
+/* ---- a successor's (takeover.h) ---- */
+
+void gw_write_adopt_err(struct gw_inode *ino, struct gw_file *f, int err)
+{
+	pthread_mutex_lock(&ino->lock);
+	wr_werr_record_locked(ino, err);
+	if (f)
+		f->werr_seen = ino->werr_seq - 1;	/* f's to report */
+	pthread_mutex_unlock(&ino->lock);
+}
+
+int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
+			  const struct nfsc_cred *cr, uint64_t want_verf)
+{
+	struct nfsc_post post;
+	uint8_t verf[8];
+	uint64_t v;
+	int ret;
+
+	ret = wr_commit_as(gw, ino, cr, verf, &post);
+	if (ret == 0) {
+		memcpy(&v, verf, 8);
+		if (want_verf && v != want_verf)
+			ret = -EIO;	/* the origin restarted meanwhile */
+	}
+	if (ret < 0) {
+		pthread_mutex_lock(&ino->lock);
+		wr_werr_record_locked(ino, ret);
+		pthread_mutex_unlock(&ino->lock);
+	}
+	return ret;
+}
