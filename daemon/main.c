@@ -380,6 +380,13 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		goto out_unmount;
 	}
 	if (gw.successor) {
+		size_t left = gw_intent_takeover();
+
+		if (left)
+			gw_log("takeover: %zu changes the last process had sent "
+			       "to the origin were not answered: each is taken "
+			       "as done if it comes again and fails as a "
+			       "repeat would", left);
 		ret = gw_takeover_adopt(&gw);
 		if (ret) {
 			fprintf(stderr, "cachegw: cannot adopt the open files "
@@ -490,6 +497,7 @@ out_cache:
 			gw_log("supervise: cannot tell the supervisor");
 	}
 	gw_state_close();
+	gw_intent_fini();
 	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();

@@ -99,6 +99,16 @@ static pid_t spawn(struct gw_opts *o, const int fds[2], int *sup,
 	return pid;
 }
 
+/* Is our mount (device dev) still at the mount point? */
+static bool mount_still(const struct gw_opts *o, const unsigned dev[2])
+{
+	unsigned maj, min;
+	bool ours = false;
+
+	return !gw_mount_at(o->mountpoint_real, &maj, &min, &ours) && ours &&
+	       maj == dev[0] && min == dev[1];
+}
+
 static void drop_fds(int fds[2])
 {
 	for (int i = 0; i < 2; i++) {
@@ -112,6 +122,8 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 {
 	int fds[2] = { given[0], given[1] }, sup = -1, sfd, status;
 	bool handed = false, stopping = false, detached = false;
+	bool have_dev = false;
+	unsigned dev[2] = { 0, 0 };
 	struct gw_state *st = NULL;
 	uint64_t crashes[CRASH_MAX] = { 0 };
 	unsigned ncrash = 0;
@@ -130,8 +142,13 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 		return EXIT_FAILURE;
 	}
 	sig_fd = sfd;
-	if (fds[1] >= 0)
+	if (fds[1] >= 0) {
+		bool ours = false;
+
 		st = map_state(fds[1]);
+		have_dev = !gw_mount_at(o->mountpoint_real, &dev[0], &dev[1],
+					&ours) && ours;
+	}
 	child = spawn(o, fds, &sup, notify_fd);
 	if (notify_fd >= 0)
 		close(notify_fd);	/* the serving process's to answer */
@@ -170,6 +187,13 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 				close(got[i]);
 			if (fds[1] >= 0 && !st)
 				st = map_state(fds[1]);
+			if (fds[0] >= 0 && !have_dev) {
+				bool ours = false;
+
+				have_dev = !gw_mount_at(o->mountpoint_real,
+							&dev[0], &dev[1],
+							&ours) && ours;
+			}
 			if (fds[1] >= 0 && !o->foreground && !detached) {
 				gw_daemon_detach(o);
 				detached = true;
@@ -204,8 +228,16 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 				close(sup);
 				sup = -1;
 			}
-			if (WIFEXITED(status) || handed || stopping ||
-			    fds[0] < 0) {
+			/* An exit with the mount still there and no stop
+			 * asked for is a death too (a sanitizer's report, a
+			 * fatal error): the stop paths end the mount first. */
+			if (WIFEXITED(status) && !handed && !stopping &&
+			    fds[0] >= 0 && have_dev && mount_still(o, dev)) {
+				gw_log("supervise: the serving process exited "
+				       "(status %d) with the mount still "
+				       "there", WEXITSTATUS(status));
+			} else if (WIFEXITED(status) || handed || stopping ||
+				   fds[0] < 0) {
 				int ret = WIFEXITED(status) ?
 					  WEXITSTATUS(status) : EXIT_FAILURE;
 
@@ -223,7 +255,7 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 					munmap(st, GW_STATE_SIZE);
 				return handed ? EXIT_SUCCESS : ret;
 			}
-			/* Died of a signal while serving: a successor. */
+			/* Died while serving: a successor. */
 			if (ncrash == CRASH_MAX &&
 			    mono_ns() - crashes[0] <
 			    (uint64_t)CRASH_WINDOW_S * 1000000000ull) {
@@ -248,9 +280,11 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 				st->handed_over = 0;
 				st->previous_pid = child;
 			}
-			gw_log("supervise: the serving process (pid %d) died of "
-			       "signal %d: starting a successor on its "
-			       "connection%s", child, WTERMSIG(status),
+			gw_log("supervise: the serving process (pid %d) %s %d: "
+			       "starting a successor on its connection%s",
+			       child, WIFEXITED(status) ? "exited with status" :
+			       "died of signal", WIFEXITED(status) ?
+			       WEXITSTATUS(status) : WTERMSIG(status),
 			       gw_kernel_has_resend() ? "" :
 			       " (this kernel has no FUSE_NOTIFY_RESEND: what "
 			       "the dead process had read stays unanswered, "

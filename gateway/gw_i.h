@@ -722,6 +722,22 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, char *buf, size_t len,
 			uint64_t off);
 
+/* ---- intent.c: changes a dead process made, resent to its successor ----
+ * gw_intent_begin before a change is sent (0: not kept), gw_intent_end
+ * after its reply; gw_intent_was_done when it failed as a repeat would
+ * (EEXIST, ENOENT): the dead process had made it. */
+enum { GW_I_CREATE = 1, GW_I_MKDIR, GW_I_MKNOD, GW_I_SYMLINK, GW_I_LINK,
+       GW_I_REMOVE, GW_I_RMDIR, GW_I_RENAME };
+unsigned gw_intent_begin(fuse_req_t req, unsigned op, uint64_t dir,
+			 const char *name);
+void gw_intent_end(unsigned slot);
+bool gw_intent_was_done(fuse_req_t req, unsigned op, uint64_t dir,
+			const char *name);
+/* A successor, before its first request: what the last process left;
+ * how many. */
+size_t gw_intent_takeover(void);
+void gw_intent_fini(void);
+
 /* ---- silly.c: files unlinked or renamed over while open ----
  * gw_silly_start removes the hidden names an earlier run left (recorded in
  * cache_dir); call it once the origin answers. */

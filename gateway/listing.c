@@ -207,7 +207,8 @@ static void dir_free(struct gw *gw, struct gw_handle *h)
 	struct gw_dir *d = (struct gw_dir *)h;
 
 	(void)gw;
-	snap_put(d->snap);
+	if (d->snap)	/* NULL: adopted and never read (gw_dir_adopt) */
+		snap_put(d->snap);
 	free(d);
 }
 

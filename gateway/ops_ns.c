@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
+#include "takeover.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -99,6 +100,26 @@ static void mode_sattr(mode_t mode, struct nfsc_sattr *sa)
 		}							\
 	} while (0)
 
+/* A change like a create failed with EEXIST: if a dead process had made
+ * it for this very request (intent.c, resent after a crash), the file
+ * that name has now, as made; else EEXIST. */
+static int redo_created(struct gw *gw, fuse_req_t req, unsigned op,
+			struct gw_inode *p, const char *name,
+			const struct nfsc_cred *cr, struct nfsc_created *c)
+{
+	bool has_attr = false;
+	int ret;
+
+	if (!gw_intent_was_done(req, op, p->nodeid, name))
+		return -EEXIST;
+	memset(c, 0, sizeof(*c));
+	ret = nfsc_lookup(gw->nfs, cr, &p->fh, name, &c->fh, &c->attr,
+			  &has_attr);
+	c->has_fh = !ret;
+	c->has_attr = has_attr;
+	return ret;
+}
+
 void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
@@ -107,16 +128,21 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
+	unsigned slot;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
+	slot = gw_intent_begin(req, GW_I_MKDIR, p->nodeid, name);
 	ret = nfsc_mkdir(gw->nfs, &cr, &p->fh, name, &sa, &c);
+	if (ret == -EEXIST)
+		ret = redo_created(gw, req, GW_I_MKDIR, p, name, &cr, &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
 		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
+	gw_intent_end(slot);
 }
 
 void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -128,11 +154,13 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
 	enum nfsc_type type;
+	unsigned slot = 0;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
+	slot = gw_intent_begin(req, GW_I_MKNOD, p->nodeid, name);
 	switch (mode & S_IFMT) {
 	case S_IFREG:
 		ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
@@ -143,15 +171,19 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	case S_IFBLK: type = NFSC_BLK; break;
 	default:
 		fuse_reply_err(req, EINVAL);
+		gw_intent_end(slot);
 		return;
 	}
 	ret = nfsc_mknod(gw->nfs, &cr, &p->fh, name, type, &sa, major(rdev),
 			 minor(rdev), &c);
 done:
+	if (ret == -EEXIST)
+		ret = redo_created(gw, req, GW_I_MKNOD, p, name, &cr, &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
 		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
+	gw_intent_end(slot);
 }
 
 void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
@@ -161,15 +193,20 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_created c;
 	struct nfsc_cred cr;
+	unsigned slot;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
+	slot = gw_intent_begin(req, GW_I_SYMLINK, p->nodeid, name);
 	ret = nfsc_symlink(gw->nfs, &cr, &p->fh, name, target, &c);
+	if (ret == -EEXIST)
+		ret = redo_created(gw, req, GW_I_SYMLINK, p, name, &cr, &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
 		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
+	gw_intent_end(slot);
 }
 
 void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -181,16 +218,20 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
 	bool existed = false;
+	unsigned slot;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
+	slot = gw_intent_begin(req, GW_I_CREATE, p->nodeid, name);
 	/* UNCHECKED would reset an existing file's attributes; O_EXCL asks
 	 * for GUARDED. Without O_EXCL an existing file is opened as is,
 	 * truncated only for O_TRUNC. */
 	ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
-	if (ret == -EEXIST && !(fi->flags & O_EXCL)) {
+	if (ret == -EEXIST && (fi->flags & O_EXCL))
+		ret = redo_created(gw, req, GW_I_CREATE, p, name, &cr, &c);
+	else if (ret == -EEXIST) {
 		bool has_attr = false;
 
 		/* Someone else's file, made since the kernel's LOOKUP: it is
@@ -214,6 +255,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -ret);
 	else
 		gw_reply_created(gw, req, p, name, &cr, &c, fi, existed);
+	gw_intent_end(slot);
 }
 
 void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
@@ -225,20 +267,26 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	struct nfsc_created c;
 	struct nfsc_post post;
 	struct nfsc_cred cr;
+	unsigned slot;
 	int ret;
 
 	gw_req_cred(req, &cr);
+	slot = gw_intent_begin(req, GW_I_LINK, p->nodeid, newname);
 	ret = nfsc_link(gw->nfs, &cr, &ino->fh, &p->fh, newname, &post);
-	if (ret) {
-		fuse_reply_err(req, -ret);
-		return;
+	if (ret == -EEXIST) {
+		ret = redo_created(gw, req, GW_I_LINK, p, newname, &cr, &c);
+	} else if (!ret) {
+		memset(&c, 0, sizeof(c));
+		c.fh = ino->fh;
+		c.has_fh = true;
+		c.attr = post.attr;
+		c.has_attr = post.has_attr;
 	}
-	memset(&c, 0, sizeof(c));
-	c.fh = ino->fh;
-	c.has_fh = true;
-	c.attr = post.attr;
-	c.has_attr = post.has_attr;
-	gw_reply_created(gw, req, p, newname, &cr, &c, NULL, false);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, newname, &cr, &c, NULL, false);
+	gw_intent_end(slot);
 }
 
 /* rmdir: one origin call that removes a name. */
@@ -249,15 +297,21 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	struct nfsc_cred cr;
+	unsigned slot;
 	int ret;
 
 	gw_req_cred(req, &cr);
+	slot = gw_intent_begin(req, GW_I_RMDIR, p->nodeid, name);
 	ret = rm(gw->nfs, &cr, &p->fh, name);
+	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_RMDIR, p->nodeid,
+						 name))
+		ret = 0;
 	if (!ret) {
 		dir_changed(p);
 		gw_md_unname(gw, p, name);
 	}
 	fuse_reply_err(req, -ret);
+	gw_intent_end(slot);
 }
 
 /* The file dir/name (one about to lose that name to an unlink or a rename
@@ -297,12 +351,14 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct gw_inode *v;
 	struct nfsc_attr a;
 	struct nfsc_cred cr;
+	unsigned slot;
 	int ret;
 
 	gw_req_cred(req, &cr);
 	/* 1. Which file loses the name. 2. Open through the mount and this
 	 *    its last name: a hidden name keeps it for the open descriptors
 	 *    (the origin would destroy it); else REMOVE. */
+	slot = gw_intent_begin(req, GW_I_REMOVE, p->nodeid, name);
 	v = victim_get(gw, &cr, p, name, &a);
 	if (v && gw_silly_is(v, p, name))
 		ret = -EBUSY;
@@ -310,6 +366,9 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = gw_silly_rename(gw, &cr, p, name, v, &a);
 	else
 		ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
+	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_REMOVE, p->nodeid,
+						 name))
+		ret = 0;
 	if (!ret) {
 		dir_changed(p);
 		gw_md_unname(gw, p, name);
@@ -317,6 +376,7 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			gw_inode_invalidate_attr(v);
 	}
 	fuse_reply_err(req, -ret);
+	gw_intent_end(slot);
 	victim_put(gw, v, !ret);
 }
 
@@ -336,6 +396,7 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct nfsc_attr va, ma;
 	struct nfsc_cred cr;
 	bool silly = false;
+	unsigned slot = 0;
 	int ret;
 
 	/* NFSv3 has no atomic exchange. */
@@ -373,7 +434,11 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			silly = true;
 		}
 	}
+	slot = gw_intent_begin(req, GW_I_RENAME, p->nodeid, name);
 	ret = nfsc_rename(gw->nfs, &cr, &p->fh, name, &np->fh, newname);
+	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_RENAME, p->nodeid,
+						 name))
+		ret = 0;
 	if (ret && silly)
 		gw_silly_undo(gw, np, newname, v);
 	if (!ret) {
@@ -393,6 +458,7 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 reply:
 	fuse_reply_err(req, -ret);
+	gw_intent_end(slot);
 	victim_put(gw, v, !ret);
 	victim_put(gw, moved, true);
 }

@@ -32,6 +32,7 @@
 #define GW_STATE_VERSION 1
 #define GW_STATE_INIT_MAX 512
 #define GW_STATE_SLOTS (1024u * 4096u)	/* handles.c: H_PAGE * H_PAGES */
+#define GW_STATE_INTENTS 512u
 
 enum { GW_HREC_FILE = 1, GW_HREC_DIR = 2 };
 
@@ -71,6 +72,9 @@ struct gw_state {
 					 * written */
 	uint64_t verf;			/* the origin's last WRITE verifier
 					 * (its 8 bytes; 0: none seen) */
+	/* Changes at the origin sent and not yet answered to the kernel
+	 * (intent.c): a key per operation, 0 when free. */
+	uint64_t intents[GW_STATE_INTENTS];
 	struct gw_hrec recs[];		/* GW_STATE_SLOTS */
 };
 

@@ -1,0 +1,192 @@
+#!/bin/bash
+# The mount outlives the process (issue 22, host part): a supervised gateway (-o supervise) under fio --verify writers and readers, a shell whose working directory is inside and a file held open, is upgraded in place 20 times (the same command run again: the new process takes the connection over) and its serving process killed with SIGKILL 20 times (the supervisor starts a successor on the connection), alternating: fio exits 0 with no verify error, every loop of cmp/ls through the mount succeeds, the held file still reads, what fio wrote is at the origin byte for byte; the pauses (median, max) are printed from cachegw_takeover_pause_us. Refusals leave the old process serving: a request of another state version (one line, "refused"), and the command run on another mount point with the same cache_dir (exit 1, one line). After a crash the successor commits what the dead process wrote: with the origin restarted between a write and the SIGKILL (a new write verifier), the writer's fsync reports EIO; without a restart, an unsynced write reaches the origin and its fsync returns 0.
+set -uo pipefail
+. "$(dirname "$0")/../lib/test.sh" inspect
+test_require_cmd fio
+if ! python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
+	echo "SKIP: takeover needs FUSE_NOTIFY_RESEND (Linux >= 6.9), this is $(uname -r)" >&2
+	exit 77
+fi
+ROUNDS=${CACHEGW_TAKEOVER_ROUNDS:-20}
+
+data=$(harness_tmpdir origin-data)
+work=$(harness_tmpdir work)
+mkdir -p "$data/d/sub" "$data/fio"
+for i in 1 2 3 4 5; do head -c $((i * 300000 + 7)) /dev/urandom >"$data/d/f$i"; done
+echo held >"$data/d/held"
+test_origin "$data"
+test_mount "supervise,logfile=$work/gw.log"
+opts="cache_dir=$cdir,supervise,logfile=$work/gw.log"
+
+serving() { gw_metric "$cdir" serving_pid; }
+# Every process of the mount from now on is the harness's to stop.
+register_serving() {
+	local p s
+	p=$(serving)
+	s=$(gw_metric "$cdir" supervisor_pid)
+	[ -n "$p" ] && harness_register_pid "$p"
+	[ -n "$s" ] && [ "$s" != 0 ] && harness_register_pid "$s"
+	return 0
+}
+# wait_successor OLD: a new serving pid within 20 s.
+wait_successor() {
+	local i p
+	for ((i = 0; i < 200; i++)); do
+		p=$(serving)
+		[ -n "$p" ] && [ "$p" != "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+upgrade() { "$CACHEGW" "$ORIGIN_URL" "$mnt" -o "$opts" </dev/null 3<&- 4<&- 2>>"$work/upgrade.err"; }
+
+# ---- 1. refusals: the old process serves on
+step "refusals"
+p0=$(serving)
+ans=$(printf 'takeover 999 2 %s\n' "$mnt" | timeout 10 "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1] + "/control.sock")
+s.sendall(sys.stdin.buffer.read()); print(s.makefile().readline().strip())' "$cdir")
+case $ans in
+refused:*version*) ;;
+*) bad "a takeover of another state version was not refused: '$ans'" ;;
+esac
+other=$(harness_tmpdir other-mnt)
+out=$("$CACHEGW" "$ORIGIN_URL" "$other" -o "cache_dir=$cdir" </dev/null 2>&1)
+rc=$?
+[ $rc = 1 ] || bad "another mount point with the same cache_dir: exit $rc, not 1 ($out)"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && case $out in *"not $other"*) true ;; *) false ;; esac ||
+	bad "another mount point: not one line naming it: $out"
+is_mounted "$other" && bad "the refused process mounted $other"
+[ "$(serving)" = "$p0" ] || bad "after the refusals the serving process changed"
+cmp -s "$data/d/f1" "$mnt/d/f1" || bad "after the refusals the mount does not read right"
+
+# ---- 2. the load
+step "fio writers and readers, a cwd inside, a held file; $ROUNDS upgrades and $ROUNDS kills"
+# The readers' file, written (with verify headers) before the takeovers.
+fio --name=prep --directory="$mnt/fio" --filename=r.dat --rw=write --bs=64k \
+	--size=16M --verify=crc32c --do_verify=0 >"$work/fio-prep.out" 2>&1 ||
+	bad "fio could not write the readers' file: $(tail -3 "$work/fio-prep.out")"
+runtime=$((ROUNDS * 2 + 10))
+fio --directory="$mnt/fio" --time_based --runtime=$runtime --bs=64k \
+	--name=w --rw=randwrite --size=8M --numjobs=2 --verify=crc32c --verify_backlog=16 \
+	--name=r --filename=r.dat --rw=randread --size=16M --numjobs=2 --verify=crc32c \
+	>"$work/fio.out" 2>&1 &
+fio_pid=$!
+exec 3<"$mnt/d/held"
+(
+	cd "$mnt/d/sub" || exit 1
+	end=$((SECONDS + runtime))
+	n=0 e=0
+	while [ $SECONDS -lt $end ]; do
+		n=$((n + 1))
+		ls .. >/dev/null || e=$((e + 1))
+		cmp -s "$data/d/f$((n % 5 + 1))" "../f$((n % 5 + 1))" || { e=$((e + 1)); echo "cmp f$((n % 5 + 1)) failed" >&2; }
+		head -c 4096 </dev/urandom >"$work/c.$n" && cp "$work/c.$n" "./c.$n" && cmp -s "$work/c.$n" "./c.$n" ||
+			{ e=$((e + 1)); echo "create/copy c.$n failed" >&2; }
+	done
+	echo "$n $e" >"$work/loop.result"
+) 2>"$work/loop.err" 3<&- &
+loop_pid=$!
+sleep 2
+pauses=()
+for ((k = 1; k <= ROUNDS; k++)); do
+	p=$(serving)
+	upgrade || bad "upgrade $k: exit $? ($(tail -1 "$work/upgrade.err"))"
+	wait_successor "$p" || bad "upgrade $k: no new serving process"
+	register_serving
+	pauses+=("$(gw_metric "$cdir" takeover_pause_us)")
+	sleep 0.5
+	p=$(serving)
+	kill -KILL "$p" 2>/dev/null || bad "kill $k: no serving process $p"
+	wait_successor "$p" || bad "kill $k: the supervisor started no successor"
+	register_serving
+	pauses+=("$(gw_metric "$cdir" takeover_pause_us)")
+	sleep 0.5
+done
+gen=$(gw_metric "$cdir" takeover_generation)
+[ "$gen" = $((ROUNDS * 2)) ] || bad "takeover_generation is $gen, not $((ROUNDS * 2))"
+wait "$fio_pid"
+rc=$?
+[ $rc = 0 ] || bad "fio exit $rc: $(grep -iE 'verify|err=' "$work/fio.out" | head -5)"
+grep -qi 'verify: bad' "$work/fio.out" && bad "fio found bad data: $(grep -i -m3 'verify: bad' "$work/fio.out")"
+wait "$loop_pid"
+read -r n e <"$work/loop.result" 2>/dev/null || { n=0; e=1; }
+[ "$e" = 0 ] || bad "the shell in the mount saw $e errors in $n rounds: $(head -5 "$work/loop.err")"
+[ "$n" -gt 0 ] || bad "the shell loop did not run"
+read -r line <&3 && [ "$line" = held ] || bad "the file held open across the takeovers does not read"
+exec 3<&-
+for f in "$mnt"/fio/*; do
+	cmp -s "$f" "$data/fio/$(basename "$f")" || bad "fio's $(basename "$f") differs at the origin"
+done
+for f in "$work"/c.*; do
+	cmp -s "$f" "$data/d/sub/$(basename "$f")" || { bad "$(basename "$f") differs at the origin"; break; }
+done
+printf '%s\n' "${pauses[@]}" | sort -n | awk '{ v[NR] = $1 } END {
+	printf "  pauses over %d takeovers: median %.1f ms, max %.1f ms\n", NR, v[int((NR + 1) / 2)] / 1000, v[NR] / 1000 }' >&2
+
+# ---- 3. after a crash, what the dead process wrote
+step "a crash after unsynced writes: committed by the successor, or EIO after an origin restart"
+cat >"$work/wr.py" <<-'PY'
+	import os, sys, time
+	path, go, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+	data = open("/dev/urandom", "rb").read(n)
+	open(sys.argv[4], "wb").write(data)
+	fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+	os.write(fd, data)
+	print("wrote", flush=True)
+	while not os.path.exists(go):
+	    time.sleep(0.05)
+	try:
+	    os.fsync(fd)
+	    os.close(fd)
+	    print("ok", flush=True)
+	except OSError as e:
+	    print("errno", e.errno, flush=True)
+PY
+for mode in plain restart; do
+	rm -f "$work/go"
+	coproc WR { "$PY" "$work/wr.py" "$mnt/d/$mode.bin" "$work/go" 3000000 "$work/$mode.want" 2>&1; }
+	read -r -t 30 l <&"${WR[0]}"
+	[ "$l" = wrote ] || bad "$mode: the writer did not write ($l)"
+	if [ $mode = restart ]; then
+		sleep 1.2	# ganesha's verifier is its start time in seconds
+		origin_stop origin
+		origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || { bad "origin restart"; break; }
+	fi
+	p=$(serving)
+	kill -KILL "$p"
+	wait_successor "$p" || bad "$mode: no successor"
+	register_serving
+	touch "$work/go"
+	read -r -t 60 l <&"${WR[0]}"
+	wait "$WR_PID" 2>/dev/null
+	if [ $mode = plain ]; then
+		[ "$l" = ok ] || bad "plain: fsync after the crash: $l, not ok"
+		cmp -s "$work/plain.want" "$data/d/plain.bin" || bad "plain: the written bytes are not at the origin"
+	else
+		[ "$l" = "errno 5" ] || bad "restart: the writer's fsync after the crash answered '$l', not EIO (errno 5): a possible loss not reported"
+	fi
+done
+grep -q 'may be lost' "$work/gw.log" || bad "the possible loss was not logged"
+cmp -s "$data/d/f2" "$mnt/d/f2" || bad "the mount does not read right at the end"
+
+# ---- 4. the end: an unmount ends the last serving process and its
+# supervisor, with nothing reported at exit
+step "unmount"
+p=$(serving)
+s=$(gw_metric "$cdir" supervisor_pid)
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	fusermount3 -u "$mnt" 2>/dev/null && break
+	sleep 0.5
+done
+is_mounted "$mnt" && bad "cannot unmount"
+pid_wait_exit "$p" 30 || bad "the serving process $p did not exit after the unmount"
+[ -n "$s" ] && [ "$s" != 0 ] && { pid_wait_exit "$s" 30 || bad "the supervisor $s did not exit after the unmount"; }
+pid_wait_exit "$GW_PID" 5 || bad "the first supervisor ($GW_PID) is still running"
+wait "$GW_PID" 2>/dev/null
+st=$?
+[ "$st" = 0 ] || bad "the first supervisor (handed over) exited $st, not 0"
+sanitizer_check "$work/gw.log" || bad "sanitizer report in the gateway's log"
+grep -q 'BUG:' "$work/gw.log" && bad "the gateway reported a bug: $(grep -m1 'BUG:' "$work/gw.log")"
+exit $fail
