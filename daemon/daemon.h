@@ -76,6 +76,12 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 			size_t len);
 
 
+/* pidfile=: this process's pid, written atomically; removed at exit
+ * unless a successor has written its own. */
+void gw_pidfile_write(const struct gw_opts *o);
+void gw_pidfile_remove(const struct gw_opts *o);
+
+
 /* ---- supervise.c: a crash survived ---- */
 /* Runs the gateway in a child and starts a successor when it dies; fds:
  * the connection and state to serve (-1: a new mount). The exit status. */

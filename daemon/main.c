@@ -413,6 +413,8 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 			       "supervisor: a crash will not be survived");
 	}
 	gw_takeover_serving(&gw, gw.successor);
+	if (sup_fd < 0)
+		gw_pidfile_write(o);
 	if (notify_fd >= 0) {
 		daemon_notify(&notify_fd, EXIT_SUCCESS);
 		if (!o->foreground)
@@ -498,6 +500,8 @@ out_cache:
 	}
 	gw_state_close();
 	gw_intent_fini();
+	if (sup_fd < 0)
+		gw_pidfile_remove(o);
 	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);
 	gw_log_stop();

@@ -44,6 +44,7 @@ static const struct fuse_opt gw_optspec[] = {
 	OPT("dir_max_entries=%u", dir_max_entries),
 	OPT("reclaim_after=%lu", reclaim_after),
 	OPT("logfile=%s", logfile),
+	OPT("pidfile=%s", pidfile),
 	OPT("drain_timeout=%u", drain_timeout),
 	OPT("offline=%u", offline),
 	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
@@ -145,13 +146,16 @@ void gw_usage(const char *prog)
 "  reclaim_after=N      after N new node-ids (and the table's size at the\n"
 "                       last pass), drop those of files gone at the origin\n"
 "                       [100000; 0: only on cachegw-inspect reclaim]\n"
+"  pidfile=PATH         the main process's pid (the supervisor's with\n"
+"                       supervise), rewritten by a takeover [none]\n"
 "  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
 "                       commits [30]\n"
 "  supervise            a supervising process keeps the FUSE connection and\n"
 "                       starts a successor when the serving one dies\n"
-"                       (needs Linux >= 6.9) [off]\n"
+"                       (needs Linux >= 6.9)\n"
+"  nosupervise          no supervisor [the default]\n"
 "  offline=S            origin silent S seconds: serve what the cache holds,\n"
 "                       fail what it does not (EHOSTDOWN); start without\n"
 "                       the origin from a warm cache [0: off]\n"
@@ -482,5 +486,6 @@ void gw_opts_free(struct gw_opts *o)
 	free(o->mountpoint);
 	free(o->cache_dir);
 	free(o->logfile);
+	free(o->pidfile);
 	free(o->mountpoint_real);
 }

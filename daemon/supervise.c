@@ -149,6 +149,7 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 		have_dev = !gw_mount_at(o->mountpoint_real, &dev[0], &dev[1],
 					&ours) && ours;
 	}
+	gw_pidfile_write(o);
 	child = spawn(o, fds, &sup, notify_fd);
 	if (notify_fd >= 0)
 		close(notify_fd);	/* the serving process's to answer */
@@ -253,6 +254,7 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 				drop_fds(fds);
 				if (st)
 					munmap(st, GW_STATE_SIZE);
+				gw_pidfile_remove(o);
 				return handed ? EXIT_SUCCESS : ret;
 			}
 			/* Died while serving: a successor. */

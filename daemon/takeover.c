@@ -561,3 +561,39 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 	}
 	return atoi(line + 3);
 }
+
+/* ---- pidfile= ---- */
+
+void gw_pidfile_write(const struct gw_opts *o)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	if (!o->pidfile)
+		return;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d", o->pidfile,
+			     getpid()) >= sizeof(tmp) ||
+	    !(f = fopen(tmp, "w"))) {
+		gw_log("pidfile '%s': %s", o->pidfile, strerror(errno));
+		return;
+	}
+	fprintf(f, "%d\n", getpid());
+	if (fclose(f) || rename(tmp, o->pidfile)) {
+		gw_log("pidfile '%s': %s", o->pidfile, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+void gw_pidfile_remove(const struct gw_opts *o)
+{
+	FILE *f;
+	int pid = 0;
+
+	if (!o->pidfile || !(f = fopen(o->pidfile, "r")))
+		return;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	if (pid == getpid())	/* not a successor's */
+		unlink(o->pidfile);
+}

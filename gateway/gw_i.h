@@ -117,6 +117,7 @@ struct gw_opts {
 	bool fill_skip;			/* fill_behind=skip: fills the cache
 					 * disk cannot take now are dropped */
 	char *logfile;
+	char *pidfile;			/* pidfile= (NULL: none) */
 	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
 					 * then commits at exit */
 	unsigned offline;		/* seconds without an answer before

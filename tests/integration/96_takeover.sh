@@ -1,5 +1,5 @@
 #!/bin/bash
-# The mount outlives the process (issue 22, host part): a supervised gateway (-o supervise) under fio --verify writers and readers, a shell whose working directory is inside and a file held open, is upgraded in place 20 times (the same command run again: the new process takes the connection over) and its serving process killed with SIGKILL 20 times (the supervisor starts a successor on the connection), alternating: fio exits 0 with no verify error, every loop of cmp/ls through the mount succeeds, the held file still reads, what fio wrote is at the origin byte for byte; the pauses (median, max) are printed from cachegw_takeover_pause_us. Refusals leave the old process serving: a request of another state version (one line, "refused"), and the command run on another mount point with the same cache_dir (exit 1, one line). After a crash the successor commits what the dead process wrote: with the origin restarted between a write and the SIGKILL (a new write verifier), the writer's fsync reports EIO; without a restart, an unsynced write reaches the origin and its fsync returns 0.
+# The mount outlives the process (issue 22, host part): a supervised gateway (-o supervise) under fio --verify writers and readers, a shell whose working directory is inside and a file held open, is upgraded in place 20 times (the same command run again: the new process takes the connection over) and its serving process killed with SIGKILL 20 times (the supervisor starts a successor on the connection), alternating: fio exits 0 with no verify error, every loop of cmp/ls through the mount succeeds, the held file still reads, what fio wrote is at the origin byte for byte; pidfile= names the new supervisor after each upgrade (systemd's PIDFile= on reload); the pauses (median, max) are printed from cachegw_takeover_pause_us. Refusals leave the old process serving: a request of another state version (one line, "refused"), and the command run on another mount point with the same cache_dir (exit 1, one line). After a crash the successor commits what the dead process wrote: with the origin restarted between a write and the SIGKILL (a new write verifier), the writer's fsync reports EIO; without a restart, an unsynced write reaches the origin and its fsync returns 0.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 test_require_cmd fio
@@ -15,8 +15,8 @@ mkdir -p "$data/d/sub" "$data/fio"
 for i in 1 2 3 4 5; do head -c $((i * 300000 + 7)) /dev/urandom >"$data/d/f$i"; done
 echo held >"$data/d/held"
 test_origin "$data"
-test_mount "supervise,logfile=$work/gw.log"
-opts="cache_dir=$cdir,supervise,logfile=$work/gw.log"
+test_mount "supervise,logfile=$work/gw.log,pidfile=$work/gw.pid"
+opts="cache_dir=$cdir,supervise,logfile=$work/gw.log,pidfile=$work/gw.pid"
 
 serving() { gw_metric "$cdir" serving_pid; }
 # Every process of the mount from now on is the harness's to stop.
@@ -65,11 +65,11 @@ cmp -s "$data/d/f1" "$mnt/d/f1" || bad "after the refusals the mount does not re
 step "fio writers and readers, a cwd inside, a held file; $ROUNDS upgrades and $ROUNDS kills"
 # The readers' file, written (with verify headers) before the takeovers.
 fio --name=prep --directory="$mnt/fio" --filename=r.dat --rw=write --bs=64k \
-	--size=16M --verify=crc32c --do_verify=0 >"$work/fio-prep.out" 2>&1 ||
+	--size=16M --verify=crc32c --do_verify=0 --verify_state_save=0 >"$work/fio-prep.out" 2>&1 ||
 	bad "fio could not write the readers' file: $(tail -3 "$work/fio-prep.out")"
 runtime=$((ROUNDS * 2 + 10))
 fio --directory="$mnt/fio" --time_based --runtime=$runtime --bs=64k \
-	--name=w --rw=randwrite --size=8M --numjobs=2 --verify=crc32c --verify_backlog=16 \
+	--name=w --rw=randwrite --size=8M --numjobs=2 --verify=crc32c --verify_backlog=16 --verify_state_save=0 \
 	--name=r --filename=r.dat --rw=randread --size=16M --numjobs=2 --verify=crc32c \
 	>"$work/fio.out" 2>&1 &
 fio_pid=$!
@@ -95,6 +95,9 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	upgrade || bad "upgrade $k: exit $? ($(tail -1 "$work/upgrade.err"))"
 	wait_successor "$p" || bad "upgrade $k: no new serving process"
 	register_serving
+	# systemd's PIDFile=: the new supervisor once the command returned
+	[ "$(cat "$work/gw.pid" 2>/dev/null)" = "$(gw_metric "$cdir" supervisor_pid)" ] ||
+		bad "upgrade $k: pidfile= holds $(cat "$work/gw.pid" 2>/dev/null), not the supervisor $(gw_metric "$cdir" supervisor_pid)"
 	pauses+=("$(gw_metric "$cdir" takeover_pause_us)")
 	sleep 0.5
 	p=$(serving)
@@ -187,6 +190,7 @@ pid_wait_exit "$GW_PID" 5 || bad "the first supervisor ($GW_PID) is still runnin
 wait "$GW_PID" 2>/dev/null
 st=$?
 [ "$st" = 0 ] || bad "the first supervisor (handed over) exited $st, not 0"
+[ -e "$work/gw.pid" ] && bad "pidfile= left behind after the last exit"
 sanitizer_check "$work/gw.log" || bad "sanitizer report in the gateway's log"
 grep -q 'BUG:' "$work/gw.log" && bad "the gateway reported a bug: $(grep -m1 'BUG:' "$work/gw.log")"
 exit $fail
