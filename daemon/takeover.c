@@ -364,17 +364,21 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 	(void)gw;
 	if (!st)
 		return;
+	/* The control threads read these (the metrics): atomic. */
 	if (successor) {
-		st->generation++;
-		st->pause_ns = mono_ns() - st->stopped_ns;
+		uint64_t gen = st->generation + 1;
+		uint64_t pause = mono_ns() - st->stopped_ns;
+
+		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
 		gw_log("takeover: serving the connection of pid %d (%s), "
 		       "generation %llu; clients waited %.3f s",
 		       st->previous_pid, st->last_was_crash ? "died" :
-		       "handed over", (unsigned long long)st->generation,
-		       (double)st->pause_ns / 1e9);
+		       "handed over", (unsigned long long)gen,
+		       (double)pause / 1e9);
 	}
 	st->previous_pid = getpid();
-	st->serving_pid = getpid();
+	__atomic_store_n(&st->serving_pid, getpid(), __ATOMIC_RELAXED);
 	st->handed_over = 0;
 	st->last_was_crash = 0;
 }
