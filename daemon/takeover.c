@@ -404,8 +404,10 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		return;
 	}
 	if (strcmp(mnt, gw->o->mountpoint_real)) {
-		fprintf(out, "refused: this gateway (pid %d) serves %s, not "
-			"%s\n", getpid(), gw->o->mountpoint_real, mnt);
+		fprintf(out, "refused: cache_dir %s is in use by another "
+			"cachegw (pid %d), which serves %s, not %s\n",
+			gw->o->cache_dir, getpid(), gw->o->mountpoint_real,
+			mnt);
 		return;
 	}
 	if (!gw_state || !gw_state->negotiated || !gw_state->init_len) {
