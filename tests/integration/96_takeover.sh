@@ -110,6 +110,9 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	pauses+=("$(gw_metric "$cdir" takeover_pause_us)")
 	sleep 0.5
 done
+cache_inspect top --cache-dir "$cdir" --once --interval 0.2 >"$work/top" 2>&1
+grep -q "^# serving: pid $(serving), $((ROUNDS * 2)) takeovers" "$work/top" ||
+	bad "top does not say who serves: $(head -3 "$work/top")"
 gen=$(gw_metric "$cdir" takeover_generation)
 [ "$gen" = $((ROUNDS * 2)) ] || bad "takeover_generation is $gen, not $((ROUNDS * 2))"
 wait "$fio_pid"

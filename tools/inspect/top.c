@@ -32,6 +32,8 @@ static const char *const names[C_COUNT] = {
 struct sample {
 	double t;		/* CLOCK_MONOTONIC seconds */
 	uint64_t v[C_COUNT];
+	/* who serves (0: a gateway without takeover metrics) */
+	uint64_t pid, generation, pause_us;
 };
 
 static int take(const char *dir, struct sample *s)
@@ -54,8 +56,33 @@ static int take(const char *dir, struct sample *s)
 			return -1;
 		}
 	}
+	if (!ctl_stat(reply, "serving_pid", &s->pid) ||
+	    !ctl_stat(reply, "takeover_generation", &s->generation) ||
+	    !ctl_stat(reply, "takeover_pause_us", &s->pause_us))
+		s->pid = s->generation = s->pause_us = 0;
 	free(reply);
 	return 0;
+}
+
+/* Who serves; a line when another process took over. */
+static void serving(const struct sample *a, const struct sample *b)
+{
+	if (!b->pid)
+		return;
+	if (!a)
+		printf("# serving: pid %llu, %llu takeovers since the mount, "
+		       "the last paused clients %.1f ms\n",
+		       (unsigned long long)b->pid,
+		       (unsigned long long)b->generation,
+		       (double)b->pause_us / 1000);
+	else if (a->pid != b->pid || a->generation != b->generation)
+		printf("# taken over: pid %llu -> %llu (takeover %llu), "
+		       "clients paused %.1f ms; rates over this interval "
+		       "count the new process only\n",
+		       (unsigned long long)a->pid,
+		       (unsigned long long)b->pid,
+		       (unsigned long long)b->generation,
+		       (double)b->pause_us / 1000);
 }
 
 static void header(void)
@@ -160,6 +187,7 @@ int cmd_top(int argc, char **argv)
 	if (take(dir, &a))
 		return 1;
 	header();
+	serving(NULL, &a);
 	for (;;) {
 		sleep_s(interval);
 		if (take(dir, &b))
@@ -167,6 +195,7 @@ int cmd_top(int argc, char **argv)
 		/* Like vmstat: the header again now and then on a screen. */
 		if (tty && lines && lines % 20 == 0)
 			header();
+		serving(&a, &b);
 		line(&a, &b);
 		lines++;
 		if (once)
