@@ -38,6 +38,30 @@ static uint32_t nfree, free_cap;	/* handle_lock */
 static uint32_t generation;		/* handle_lock */
 static bool records_frozen;		/* handle_lock: handed over */
 
+/* The page of slot idx exists: 0, or -ENOMEM. */
+static int page_ensure_locked(uint32_t idx)
+{
+	GW_ASSERT_HELD(&handle_lock);
+	if (!pages[idx / H_PAGE]) {
+		struct gw_handle **p = calloc(H_PAGE, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		__atomic_store_n(&pages[idx / H_PAGE], p, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+static void list_add_locked(struct gw_handle *h)
+{
+	GW_ASSERT_HELD(&handle_lock);
+	h->next = handles;
+	if (handles)
+		handles->prev = h;
+	handles = h;
+	h->listed = true;
+}
+
 /* A slot for h: its id, or 0 (out of memory, or 4M handles open). */
 static uint64_t slot_take_locked(struct gw_handle *h)
 {
@@ -50,14 +74,8 @@ static uint64_t slot_take_locked(struct gw_handle *h)
 		if (next_slot == H_PAGE * H_PAGES)
 			return 0;
 		idx = next_slot;
-		if (!pages[idx / H_PAGE]) {
-			struct gw_handle **p = calloc(H_PAGE, sizeof(*p));
-
-			if (!p)
-				return 0;
-			__atomic_store_n(&pages[idx / H_PAGE], p,
-					 __ATOMIC_RELEASE);
-		}
+		if (page_ensure_locked(idx))
+			return 0;
 		next_slot++;
 	}
 	if (++generation == 0)
@@ -67,6 +85,23 @@ static uint64_t slot_take_locked(struct gw_handle *h)
 	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], h,
 			 __ATOMIC_RELEASE);
 	return h->id;
+}
+
+/* idx is free for the next handle: 0, or -ENOMEM. */
+static int free_push_locked(uint32_t idx)
+{
+	GW_ASSERT_HELD(&handle_lock);
+	if (nfree == free_cap) {
+		uint32_t cap = free_cap ? free_cap * 2 : 256;
+		uint32_t *v = realloc(free_slots, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		free_slots = v;
+		free_cap = cap;
+	}
+	free_slots[nfree++] = idx;
+	return 0;
 }
 
 static void slot_give_locked(struct gw_handle *h)
@@ -79,16 +114,7 @@ static void slot_give_locked(struct gw_handle *h)
 	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], NULL,
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&h->id, 0, __ATOMIC_RELAXED);
-	if (nfree == free_cap) {
-		uint32_t cap = free_cap ? free_cap * 2 : 256;
-		uint32_t *v = realloc(free_slots, cap * sizeof(*v));
-
-		if (!v)
-			return;	/* the slot is not reused */
-		free_slots = v;
-		free_cap = cap;
-	}
-	free_slots[nfree++] = idx;
+	free_push_locked(idx);	/* out of memory: the slot is not reused */
 }
 
 struct gw_handle *gw_handle_get(uint64_t id)
@@ -116,11 +142,7 @@ int gw_handle_add(struct gw_handle *h,
 		h->listed = false;
 		return -ENOMEM;
 	}
-	h->next = handles;
-	if (handles)
-		handles->prev = h;
-	handles = h;
-	h->listed = true;
+	list_add_locked(h);
 	pthread_mutex_unlock(&handle_lock);
 	return 0;
 }
@@ -232,14 +254,9 @@ int gw_handle_adopt(struct gw_handle *h,
 	h->release = release;
 	h->prev = NULL;
 	pthread_mutex_lock(&handle_lock);
-	if (!pages[idx / H_PAGE]) {
-		struct gw_handle **p = calloc(H_PAGE, sizeof(*p));
-
-		if (!p) {
-			pthread_mutex_unlock(&handle_lock);
-			return -ENOMEM;
-		}
-		__atomic_store_n(&pages[idx / H_PAGE], p, __ATOMIC_RELEASE);
+	if (page_ensure_locked(idx)) {
+		pthread_mutex_unlock(&handle_lock);
+		return -ENOMEM;
 	}
 	if (pages[idx / H_PAGE][idx % H_PAGE]) {
 		pthread_mutex_unlock(&handle_lock);
@@ -252,11 +269,7 @@ int gw_handle_adopt(struct gw_handle *h,
 	__atomic_store_n(&h->id, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&pages[idx / H_PAGE][idx % H_PAGE], h,
 			 __ATOMIC_RELEASE);
-	h->next = handles;
-	if (handles)
-		handles->prev = h;
-	handles = h;
-	h->listed = true;
+	list_add_locked(h);
 	pthread_mutex_unlock(&handle_lock);
 	return 0;
 }
@@ -270,21 +283,13 @@ int gw_handles_adopted(void)
 
 		if (p && p[idx % H_PAGE])
 			continue;
-		if (nfree == free_cap) {
-			uint32_t cap = free_cap ? free_cap * 2 : 256;
-			uint32_t *v = realloc(free_slots, cap * sizeof(*v));
-
-			if (!v) {
-				pthread_mutex_unlock(&handle_lock);
-				return -ENOMEM;
-			}
-			free_slots = v;
-			free_cap = cap;
+		if (free_push_locked(idx)) {
+			pthread_mutex_unlock(&handle_lock);
+			return -ENOMEM;
 		}
 		if (gw_state)
 			__atomic_store_n(&gw_state->recs[idx].id, 0,
 					 __ATOMIC_RELAXED);
-		free_slots[nfree++] = idx;
 	}
 	pthread_mutex_unlock(&handle_lock);
 	return 0;

@@ -190,27 +190,37 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
 	return ino;
 }
 
-struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
+/* A new inode (not in the table) for a node-id of the node-id table. */
+static struct gw_inode *inode_from_table(struct gw *gw, uint64_t nodeid)
 {
-	struct gw_itable *t = &gw->it;
-	struct gw_inode *ino = gw_inode_find(gw, nodeid), *fresh;
+	struct gw_inode *ino;
 	struct nfsc_fh fh;
 	uint64_t parent;
 	uint32_t gen;
 	size_t len = sizeof(fh.data);
 
-	if (ino || !gw->successor)
-		return ino;
 	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0)
 		return NULL;
 	fh.len = (uint32_t)len;
-	fresh = inode_new(gw, &fh, nodeid);
+	ino = inode_new(gw, &fh, nodeid);
+	if (ino)
+		ino->parent = parent;
+	return ino;
+}
+
+struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
+{
+	struct gw_itable *t = &gw->it;
+	struct gw_inode *ino = gw_inode_find(gw, nodeid), *fresh;
+
+	if (ino || !gw->successor)
+		return ino;
+	fresh = inode_from_table(gw, nodeid);
 	if (!fresh)
 		return NULL;
-	fresh->parent = parent;
 	pthread_mutex_lock(&t->lock);
 	ino = find_id_locked(t, nodeid);
-	if (!ino && (ino = find_fh_locked(t, &fh)))
+	if (!ino && (ino = find_fh_locked(t, &fresh->fh)))
 		ino = NULL;	/* the handle has another node-id now */
 	else if (!ino) {
 		if (t->count >= t->nbuckets)
@@ -501,10 +511,6 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 {
 	struct gw_itable *t = &gw->it;
 	struct gw_inode *ino, *fresh;
-	struct nfsc_fh fh;
-	uint64_t parent;
-	uint32_t gen;
-	size_t len = sizeof(fh.data);
 
 	/* The reference is taken under the table lock: the kernel may send
 	 * the FORGET of an evicted inode while it looks the same node-id up
@@ -517,14 +523,9 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 	pthread_mutex_unlock(&t->lock);
 	if (ino)
 		return ino;
-	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
-			    &gen) < 0)
-		return NULL;
-	fh.len = (uint32_t)len;
-	fresh = inode_new(gw, &fh, nodeid);
+	fresh = inode_from_table(gw, nodeid);
 	if (!fresh)
 		return NULL;
-	fresh->parent = parent;
 	pthread_mutex_lock(&t->lock);
 	ino = find_id_locked(t, nodeid);
 	if (!ino) {

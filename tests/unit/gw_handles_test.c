@@ -3,7 +3,8 @@
  * while it is listed, never to another handle after it was given back
  * (a freed slot is reused with a new generation), 0 and foreign values
  * resolve to nothing, and the handles never released are released, each
- * once, at exit. */
+ * once, at exit; a successor adopts ids and never hands them out again. */
+#include <errno.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -54,6 +55,36 @@ int main(void)
 	CHECK_EQ(gw_handles_count(), 0);
 	CHECK(gw_handle_get(h[0].id) == NULL);
 	gw_handles_fini();
+
+	/* A successor (takeover.h): the ids a dead process gave the kernel
+	 * resolve to the handles adopted under them; the slots between are
+	 * free again, and a new handle never gets an id the kernel has. */
+	{
+		static struct gw_handle a[3], n[8];
+		uint64_t ids[3] = { 7ull << 32 | 3, 9ull << 32 | 1,
+				    2ull << 32 | 2000 };
+
+		for (int i = 0; i < 3; i++)
+			CHECK_EQ(gw_handle_adopt(&a[i], rel, ids[i]), 0);
+		CHECK_EQ(gw_handle_adopt(&extra, rel, ids[0]), -EEXIST);
+		CHECK_EQ(gw_handle_adopt(&extra, rel, 5ull << 32), -EINVAL);
+		CHECK_EQ(gw_handles_adopted(), 0);
+		for (int i = 0; i < 3; i++)
+			CHECK(gw_handle_get(ids[i]) == &a[i]);
+		for (int i = 0; i < 8; i++) {
+			CHECK_EQ(gw_handle_add(&n[i], rel), 0);
+			CHECK((uint32_t)n[i].id < 2000);	/* freed ones */
+			CHECK((n[i].id >> 32) > 9);		/* newer */
+			for (int j = 0; j < 3; j++)
+				CHECK(n[i].id != ids[j] &&
+				      (uint32_t)n[i].id != (uint32_t)ids[j]);
+		}
+		CHECK_EQ(gw_handles_count(), 11);
+		released = 0;
+		CHECK_EQ(gw_handles_release(NULL), 11);
+		CHECK_EQ(released, 11);
+		gw_handles_fini();
+	}
 	printf("gw_handles_test: ok\n");
 	return 0;
 }
