@@ -43,6 +43,15 @@ static int daemon_start(int *notify_fd)
 	}
 	close(p[0]);
 	setsid();
+	/* A daemon keeps nothing it inherited but the standard streams
+	 * (daemon(7)): a descriptor of a file on the mount it is about to
+	 * serve (an upgrade run from a shell holding one) would be closed
+	 * only when the process exits, by a FLUSH that waits for an answer
+	 * from the process itself: its exit would never end, and no
+	 * successor could start (seen with a supervisor, test 96). */
+	if (p[1] > 3)
+		close_range(3, (unsigned)p[1] - 1, 0);
+	close_range((unsigned)p[1] + 1, ~0U, 0);
 	*notify_fd = p[1];
 	return 0;
 }

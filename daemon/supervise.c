@@ -157,6 +157,12 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 		perror("cachegw: supervise: fork");
 		return EXIT_FAILURE;
 	}
+	/* Taking over: the connection is here already; the serving process
+	 * reports its start itself. */
+	if (fds[0] >= 0 && !o->foreground) {
+		gw_daemon_detach(o);
+		detached = true;
+	}
 	for (;;) {
 		struct pollfd pf[2] = {
 			{ .fd = sfd, .events = POLLIN },

@@ -745,6 +745,10 @@ void gw_intent_fini(void);
 struct gw_silly;
 struct gw_silly_tab;
 int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep);
+/* A successor: the hidden name of the file fileid, kept from the last
+ * process (gw_silly_start with keep), is ino's again: removed at its
+ * last close. */
+void gw_silly_adopt(struct gw *gw, struct gw_inode *ino, uint64_t fileid);
 void gw_silly_stop(struct gw *gw);
 /* Should removing the name whose file is ino (attributes a) be a RENAME to
  * a hidden name instead: a regular file open through the mount, and this

@@ -265,6 +265,9 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 			return NULL;
 		}
 		ino->parent = parent;
+		/* A node-id made before this process took over: the kernel
+		 * may hold lookups of it counted by an earlier process. */
+		ino->adopted = gw->successor && ret == 0;
 		if (t->count >= t->nbuckets)
 			grow_locked(t);
 		insert_locked(t, ino);
@@ -531,6 +534,7 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 	if (!ino) {
 		if (t->count >= t->nbuckets)
 			grow_locked(t);
+		fresh->adopted = gw->successor;	/* as in gw_inode_ref */
 		insert_locked(t, fresh);
 		ino = fresh;
 		fresh = NULL;

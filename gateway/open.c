@@ -431,6 +431,7 @@ int gw_file_adopt(struct gw *gw, const struct gw_hrec *r)
 	/* Its cache object, for the version the origin has now. */
 	if (nfsc_getattr(gw->nfs, &f->cred, &ino->fh, &a) == 0) {
 		gw_inode_set_attr_if_newer(ino, &a);
+		gw_silly_adopt(gw, ino, a.fileid);
 		if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
 			gw_log("cache: cannot hold file %llu, reading from "
 			       "the origin", (unsigned long long)a.fileid);

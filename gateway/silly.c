@@ -297,8 +297,8 @@ int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep)
 	 * still have open through the connection; the next fresh start
 	 * removes them. */
 	for (pp = &t->head; keep && (s = *pp);) {
-		gw_log("silly-rename: %s kept (its file may still be open)",
-		       s->name);
+		gw_log("silly-rename: %s kept: its file may still be open "
+		       "(gw_silly_adopt ties it to the file again)", s->name);
 		pp = &s->next;
 	}
 	for (pp = &t->head; !keep && (s = *pp);) {
@@ -479,4 +479,23 @@ bool gw_silly_has(struct gw_inode *ino)
 	has = ino->silly != NULL;
 	pthread_mutex_unlock(&ino->lock);
 	return has;
+}
+
+void gw_silly_adopt(struct gw *gw, struct gw_inode *ino, uint64_t fileid)
+{
+	struct gw_silly_tab *t = gw->silly;
+	struct gw_silly *s;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (s = t->head; s && s->fileid != fileid; s = s->next)
+		;
+	pthread_mutex_unlock(&t->lock);
+	if (!s)
+		return;
+	pthread_mutex_lock(&ino->lock);
+	if (!ino->silly)
+		ino->silly = s;
+	pthread_mutex_unlock(&ino->lock);
 }

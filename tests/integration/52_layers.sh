@@ -27,7 +27,7 @@ run_checks() { # TOP
 	check "$t/cache" $common || r=1
 	check "$t/nodes" $common || r=1
 	check "$t/gateway" $common nfsc.h cache.h nodes.h groups.h || r=1
-	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h || r=1
+	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h || r=1
 	return $r
 }
 run_checks "$top" || bad "a layer includes a header it should not"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The mount outlives the process (issue 22, host part): a supervised gateway (-o supervise) under fio --verify writers and readers, a shell whose working directory is inside and a file held open, is upgraded in place 20 times (the same command run again: the new process takes the connection over) and its serving process killed with SIGKILL 20 times (the supervisor starts a successor on the connection), alternating: fio exits 0 with no verify error, every loop of cmp/ls through the mount succeeds, the held file still reads, what fio wrote is at the origin byte for byte; pidfile= names the new supervisor after each upgrade (systemd's PIDFile= on reload); SIGTERM to the supervisor stops both processes and the mount; the pauses (median, max) are printed from cachegw_takeover_pause_us. Refusals leave the old process serving: a request of another state version (one line, "refused"), and the command run on another mount point with the same cache_dir (exit 1, one line). After a crash the successor commits what the dead process wrote: with the origin restarted between a write and the SIGKILL (a new write verifier), the writer's fsync reports EIO; without a restart, an unsynced write reaches the origin and its fsync returns 0.
+# The mount outlives the process (issue 22, host part): a supervised gateway (-o supervise) under fio --verify writers and readers, a shell whose working directory is inside and a file held open, is upgraded in place 20 times (the same command run again: the new process takes the connection over) and its serving process killed with SIGKILL 20 times (the supervisor starts a successor on the connection), alternating: fio exits 0 with no verify error, every loop of cmp/ls through the mount succeeds, the held file still reads, what fio wrote is at the origin byte for byte; pidfile= names the new supervisor after each upgrade (systemd's PIDFile= on reload); a file unlinked while open keeps its hidden name across an upgrade and a kill and loses it at its last close; SIGTERM to the supervisor stops both processes and the mount; the pauses (median, max) are printed from cachegw_takeover_pause_us. Refusals leave the old process serving: a request of another state version (one line, "refused"), and the command run on another mount point with the same cache_dir (exit 1, one line). After a crash the successor commits what the dead process wrote: with the origin restarted between a write and the SIGKILL (a new write verifier), the writer's fsync reports EIO; without a restart, an unsynced write reaches the origin and its fsync returns 0.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 test_require_cmd fio
@@ -179,6 +179,29 @@ for mode in plain restart; do
 done
 grep -q 'may be lost' "$work/gw.log" || bad "the possible loss was not logged"
 cmp -s "$data/d/f2" "$mnt/d/f2" || bad "the mount does not read right at the end"
+
+# ---- 4. a file unlinked while open keeps its hidden name across both
+# kinds of takeover, and loses it at its last close
+step "an open file unlinked, then an upgrade and a kill"
+echo "still here" >"$mnt/d/ul"
+exec 5<"$mnt/d/ul"
+rm "$mnt/d/ul" || bad "unlink of an open file failed"
+[ "$(ls -a "$data/d" | grep -c '^\.cachegw-silly')" = 1 ] || bad "no hidden name at the origin for the open unlinked file"
+p=$(serving)
+upgrade || bad "upgrade with an unlinked open file: exit $?"
+wait_successor "$p" || bad "no successor (upgrade, unlinked file)"
+register_serving
+p=$(serving)
+kill -KILL "$p"
+wait_successor "$p" || bad "no successor (kill, unlinked file)"
+register_serving
+read -r line <&5 && [ "$line" = "still here" ] || bad "the unlinked open file does not read after the takeovers: '$line'"
+exec 5<&-
+for ((i = 0; i < 50; i++)); do
+	[ "$(ls -a "$data/d" | grep -c '^\.cachegw-silly')" = 0 ] && break
+	sleep 0.1
+done
+[ "$(ls -a "$data/d" | grep -c '^\.cachegw-silly')" = 0 ] || bad "the hidden name is still at the origin after the last close: $(ls -a "$data/d" | grep silly)"
 
 # ---- 4. the end: SIGTERM to the supervisor (systemctl stop) reaches the
 # serving process, which detaches the mount and exits; so does the
