@@ -310,6 +310,8 @@ int gw_takeover_adopt(struct gw *gw)
 	struct gw_state *st = gw_state;
 	struct adopted ad = { 0 };
 	bool crashed = !st->handed_over;
+	struct gw_adopted_file *files = NULL;
+	size_t nfiles = 0, cap = 0;
 	int ret;
 
 	for (uint32_t i = 0; i < st->slots_hwm && i < GW_STATE_SLOTS; i++) {
@@ -320,9 +322,22 @@ int gw_takeover_adopt(struct gw *gw)
 		if ((uint32_t)r->id != i + 1 ||
 		    (r->kind != GW_HREC_FILE && r->kind != GW_HREC_DIR))
 			ret = -EINVAL;
-		else if (r->kind == GW_HREC_FILE)
-			ret = gw_file_adopt(gw, r);
-		else
+		else if (r->kind == GW_HREC_FILE) {
+			if (nfiles == cap) {
+				size_t c = cap ? cap * 2 : 64;
+				void *nv = realloc(files, c * sizeof(*files));
+
+				if (!nv) {
+					free(files);
+					return -ENOMEM;
+				}
+				files = nv;
+				cap = c;
+			}
+			ret = gw_file_adopt(gw, r, &files[nfiles]);
+			if (!ret)
+				nfiles++;
+		} else
 			ret = gw_dir_adopt(gw, r);
 		if (ret) {
 			gw_log("takeover: cannot adopt %s %llu of node-id %llu "
@@ -342,6 +357,8 @@ int gw_takeover_adopt(struct gw *gw)
 		}
 		r->werr = 0;
 	}
+	gw_files_adopted_attach(gw, files, nfiles);
+	free(files);
 	ret = gw_handles_adopted();
 	if (ret)
 		return ret;

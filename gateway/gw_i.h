@@ -440,7 +440,19 @@ struct gw_hrec;
 size_t gw_files_handover(struct gw *gw);
 /* Taking over: a file or directory the kernel had from an earlier
  * process, under the same id. */
-int gw_file_adopt(struct gw *gw, const struct gw_hrec *r);
+struct gw_adopted_file {
+	struct gw_inode *ino;
+	struct gw_file *f;
+	struct nfsc_attr a;		/* gw_files_adopted_attach's */
+	int ret;
+	struct nfsc_waiter *w;
+};
+int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
+		  struct gw_adopted_file *out);
+/* Then, for all at once: the origin's attributes (GETATTRs in parallel),
+ * the hidden name if the file had one, the cache object. */
+void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
+			     size_t n);
 int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r);
 
 static inline struct gw *req_gw(fuse_req_t req)

@@ -395,11 +395,11 @@ size_t gw_files_handover(struct gw *gw)
 	return errs;
 }
 
-int gw_file_adopt(struct gw *gw, const struct gw_hrec *r)
+int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
+		  struct gw_adopted_file *out)
 {
 	struct gw_inode *ino = gw_inode_get(gw, r->nodeid);
 	struct gw_file *f, **pp;
-	struct nfsc_attr a;
 	int ret;
 
 	if (!ino)
@@ -428,13 +428,53 @@ int gw_file_adopt(struct gw *gw, const struct gw_hrec *r)
 	pthread_mutex_unlock(&ino->lock);
 	if (r->werr)
 		gw_write_adopt_err(ino, f, -r->werr);
-	/* Its cache object, for the version the origin has now. */
-	if (nfsc_getattr(gw->nfs, &f->cred, &ino->fh, &a) == 0) {
-		gw_inode_set_attr_if_newer(ino, &a);
-		gw_silly_adopt(gw, ino, a.fileid);
-		if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
-			gw_log("cache: cannot hold file %llu, reading from "
-			       "the origin", (unsigned long long)a.fileid);
-	}
+	out->ino = ino;
+	out->f = f;
 	return 0;
+}
+
+/* One GETATTR's answer into its entry. */
+static void adopted_answer(int status, void *priv)
+{
+	struct gw_adopted_file *a = priv;
+
+	a->ret = status;
+	nfsc_waiter_done(0, a->w);
+}
+
+#define ADOPT_IN_FLIGHT 64
+
+void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
+			     size_t n)
+{
+	for (size_t i = 0; i < n; i += ADOPT_IN_FLIGHT) {
+		size_t end = i + ADOPT_IN_FLIGHT < n ? i + ADOPT_IN_FLIGHT : n;
+		struct nfsc_waiter w;
+
+		/* Asked in parallel: the pause grows by a round trip per 64
+		 * open files, not one per file. */
+		nfsc_waiter_init(&w);
+		for (size_t k = i; k < end; k++) {
+			v[k].w = &w;
+			nfsc_waiter_add(&w);
+			if (nfsc_getattr_async(gw->nfs, -1, &v[k].f->cred,
+					       &v[k].ino->fh, &v[k].a,
+					       adopted_answer, &v[k]))
+				adopted_answer(-EIO, &v[k]);
+		}
+		nfsc_waiter_wait(&w);
+		/* Its cache object, for the version the origin has now. */
+		for (size_t k = i; k < end; k++) {
+			struct gw_inode *ino = v[k].ino;
+
+			if (v[k].ret)
+				continue;
+			gw_inode_set_attr_if_newer(ino, &v[k].a);
+			gw_silly_adopt(gw, ino, v[k].a.fileid);
+			if (gw->cache && gw_cache_attach(gw, ino, &v[k].a) < 0)
+				gw_log("cache: cannot hold file %llu, reading "
+				       "from the origin",
+				       (unsigned long long)v[k].a.fileid);
+		}
+	}
 }
