@@ -142,6 +142,12 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 		return EXIT_FAILURE;
 	}
 	sig_fd = sfd;
+	/* -f with logfile=: the supervisor's lines go there too (without -f,
+	 * gw_daemon_detach below sends them there). */
+	if (o->foreground && o->logfile &&
+	    (status = gw_log_to_file(o->logfile)) < 0)
+		fprintf(stderr, "cachegw: logfile '%s': %s\n", o->logfile,
+			strerror(-status));
 	if (fds[1] >= 0) {
 		bool ours = false;
 
