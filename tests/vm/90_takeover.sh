@@ -167,19 +167,22 @@ PY
 
 # The shell inside: its working directory in the mount, ls and cat there.
 cwd_loop() { # CLIENT_MNT OUT
-	local out=$2 ops=0 errors=0 i
+	local out=$2 ops=0 errors=0 i t0 dt slowest=0
 	cd "$1/d/sub" || { echo "0 1 0" >"$out.result"; return; }
 	while [ ! -e "$stop" ]; do
 		for i in 1 2 3; do
+			t0=${EPOCHREALTIME/./}
 			ops=$((ops + 1))
 			ls -l . .. >/dev/null 2>>"$out.err" || { errors=$((errors + 1)); echo "$(date +%T) ls failed" >>"$out.err"; }
 			ops=$((ops + 1))
 			cat "s$i" >"$out.cat" 2>>"$out.err" && cmp -s "$out.cat" "$data/d/sub/s$i" ||
 				{ errors=$((errors + 1)); echo "$(date +%T) cat s$i failed or differs" >>"$out.err"; }
+			dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
+			[ $dt -le $slowest ] || slowest=$dt
 		done
 		sleep 0.5
 	done
-	echo "$ops $errors 0" >"$out.result"
+	echo "$ops $errors $slowest" >"$out.result"
 }
 
 # mountstats_errors MNT: "OPS ERRORS" summed over the per-op lines of the
