@@ -686,6 +686,11 @@ harness_timeout() {
 #   gw_metric DIR NAME                   value of cachegw_NAME from the live
 #                                        gateway on cache dir DIR ("" if none)
 #   gw_wait_metric DIR NAME MIN [SECS]   wait (10 s) until NAME >= MIN
+#   gw_serving DIR                       the pid serving DIR's mount now
+#   gw_register_serving DIR              the serving process and its
+#                                        supervisor (started by a takeover,
+#                                        outside the harness) are the
+#                                        harness's to stop
 #   drop_caches                          sync; echo 3 > /proc/sys/vm/drop_caches
 
 : "${CACHEGW_INSPECT:=$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect}"
@@ -702,6 +707,17 @@ cache_inspect() { timeout 30 "$CACHEGW_INSPECT" "$@"; }
 gw_metric() {
 	cache_inspect stats --cache-dir "$1" --prometheus 2>/dev/null |
 		awk -v n="cachegw_$2" '$1 == n { print $2; exit }'
+}
+
+gw_serving() { gw_metric "$1" serving_pid; }
+
+gw_register_serving() {
+	local p s
+	p=$(gw_serving "$1")
+	s=$(gw_metric "$1" supervisor_pid)
+	[ -n "$p" ] && harness_register_pid "$p"
+	[ -n "$s" ] && [ "$s" != 0 ] && harness_register_pid "$s"
+	return 0
 }
 
 gw_wait_metric() {

@@ -21,16 +21,8 @@ test_origin "$data"
 test_mount "supervise,logfile=$work/gw.log,pidfile=$work/gw.pid"
 opts="cache_dir=$cdir,supervise,logfile=$work/gw.log,pidfile=$work/gw.pid"
 
-serving() { gw_metric "$cdir" serving_pid; }
-# Every process of the mount from now on is the harness's to stop.
-register_serving() {
-	local p s
-	p=$(serving)
-	s=$(gw_metric "$cdir" supervisor_pid)
-	[ -n "$p" ] && harness_register_pid "$p"
-	[ -n "$s" ] && [ "$s" != 0 ] && harness_register_pid "$s"
-	return 0
-}
+serving() { gw_serving "$cdir"; }
+register_serving() { gw_register_serving "$cdir"; }
 # wait_successor OLD: a new serving pid within 20 s.
 wait_successor() {
 	local i p
@@ -41,15 +33,20 @@ wait_successor() {
 	done
 	return 1
 }
+# ctl_request LINE: send LINE on the control socket, print the first line
+# of the answer, hang up.
+ctl_request() {
+	printf '%s\n' "$1" | timeout 10 "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1] + "/control.sock")
+s.sendall(sys.stdin.buffer.read()); print(s.makefile().readline().strip())' "$cdir"
+}
 upgrade() { "$CACHEGW" "$ORIGIN_URL" "$mnt" -o "$opts" </dev/null 3<&- 4<&- 2>>"$work/upgrade.err"; }
 
 # ---- 1. refusals: the old process serves on
 step "refusals"
 p0=$(serving)
-ans=$(printf 'takeover 999 2 %s\n' "$mnt" | timeout 10 "$PY" -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1] + "/control.sock")
-s.sendall(sys.stdin.buffer.read()); print(s.makefile().readline().strip())' "$cdir")
+ans=$(ctl_request "takeover 999 2 $mnt")
 case $ans in
 refused:*version*) ;;
 *) bad "a takeover of another state version was not refused: '$ans'" ;;
@@ -70,10 +67,7 @@ cmp -s "$data/d/f1" "$mnt/d/f1" || bad "after the refusals the mount does not re
 # copy of the connection.
 step "a new process that goes away mid-takeover"
 p0=$(serving)
-ans=$(printf 'takeover 1 2 %s\n' "$mnt" | timeout 10 "$PY" -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1] + "/control.sock")
-s.sendall(sys.stdin.buffer.read()); print(s.makefile().readline().strip())' "$cdir")
+ans=$(ctl_request "takeover 1 2 $mnt")
 case $ans in
 "ok $p0") ;;
 *) bad "a takeover request of this version was not accepted: '$ans' (the test's versions are stale?)" ;;

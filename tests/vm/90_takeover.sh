@@ -239,16 +239,8 @@ for v in v3 v42; do
 done
 sleep "$GAP"
 
-serving() { gw_metric "$cdir" serving_pid; }
-# Every process of the mount from now on is the harness's to stop.
-register_serving() {
-	local p s
-	p=$(serving)
-	s=$(gw_metric "$cdir" supervisor_pid)
-	[ -n "$p" ] && harness_register_pid "$p"
-	[ -n "$s" ] && [ "$s" != 0 ] && harness_register_pid "$s"
-	return 0
-}
+serving() { gw_serving "$cdir"; }
+register_serving() { gw_register_serving "$cdir"; }
 # wait_takeover OLD_PID GENERATION: another process serves and the
 # generation is GENERATION, within 30 s.
 wait_takeover() {
