@@ -197,13 +197,14 @@ cwd_loop() { # CLIENT_MNT OUT
 	echo "$ops $errors $slowest" >"$out.result"
 }
 
-# mountstats_errors MNT: "OPS ERRORS" summed over the per-op lines of the
-# client mount MNT in /proc/self/mountstats ("-" for ERRORS if the kernel
-# has no errors column: 9 numbers after the op's name).
+# mountstats_errors MNT: "OPS ERRORS BYOP" summed over the per-op lines of
+# the client mount MNT in /proc/self/mountstats ("-" for ERRORS if the
+# kernel has no errors column: 9 numbers after the op's name); BYOP names
+# the operations with errors (OP=N,...; "-" if none).
 mountstats_errors() {
 	python3 - "$1" <<-'PY'
 	import sys
-	mnt, inside, ops, errs, have = sys.argv[1], False, 0, 0, True
+	mnt, inside, ops, errs, have, by = sys.argv[1], False, 0, 0, True, []
 	for line in open("/proc/self/mountstats"):
 	    w = line.split()
 	    if line.startswith("device "):
@@ -213,9 +214,11 @@ mountstats_errors() {
 	        ops += int(w[1])
 	        if len(w) >= 10:
 	            errs += int(w[9])
+	            if int(w[9]):
+	                by.append("%s=%s" % (w[0][:-1], w[9]))
 	        else:
 	            have = False
-	print(ops, errs if have else "-")
+	print(ops, errs if have else "-", ",".join(by) or "-")
 	PY
 }
 
@@ -295,14 +298,14 @@ for f in "$work"/*.result; do
 done
 [ "$(ls "$work"/*.result 2>/dev/null | wc -l)" = 8 ] || bad "not every loop left a result: $(cd "$work" && ls ./*.result 2>/dev/null | tr '\n' ' ')"
 for c in "$c3" "$c4"; do
-	read -r o0 e0 <<<"${ms0[$c]}"
-	read -r o1 e1 <<<"$(mountstats_errors "$c")"
+	read -r o0 e0 by0 <<<"${ms0[$c]}"
+	read -r o1 e1 by1 <<<"$(mountstats_errors "$c")"
 	v=$(basename "$c" | cut -d. -f1)
 	info "$v: $((o1 - o0)) RPCs during the test, per-op errors $e0 -> $e1"
 	if [ "$e1" = - ]; then
 		info "$v: this kernel's mountstats have no per-op errors column"
 	elif [ "$e1" != "$e0" ]; then
-		bad "$v: $((e1 - e0)) per-op errors in mountstats"
+		bad "$v: $((e1 - e0)) per-op errors in mountstats (before: $by0; after: $by1)"
 	fi
 done
 
