@@ -53,6 +53,11 @@ void nfsc_inject_from_env(struct nfsc *n)
 		in->create_delay_ms = (unsigned)atoi(v);
 		in->create_delay_count = count;
 	}
+	v = env_count("CACHEGW_INJECT_CHANGE_HOLD", &count);
+	if (v) {
+		in->change_hold_ms = (unsigned)atoi(v);
+		in->change_hold_count = count;
+	}
 	v = env_count("CACHEGW_INJECT_WRITE_DELAY", &count);
 	if (v && strchr(v, ':')) {
 		in->write_delay_off = strtoull(v, NULL, 10);
@@ -148,6 +153,20 @@ void nfsc_inject_create_delay(struct nfsc *n)
 	fprintf(stderr, "cachegw: inject: CREATE held for %u ms\n", ms);
 	hold(n, ms);
 	fprintf(stderr, "cachegw: inject: CREATE released\n");
+}
+
+/* A change the origin has done (status 0), held before its caller hears
+ * of it; status passed through. */
+int nfsc_inject_change_hold(struct nfsc *n, const char *op, int status)
+{
+	unsigned ms = n->inject.change_hold_ms;
+
+	if (status || !ms || !take(&n->inject.change_hold_count))
+		return status;
+	fprintf(stderr, "cachegw: inject: %s done at the origin, held\n", op);
+	hold(n, ms);
+	fprintf(stderr, "cachegw: inject: %s released\n", op);
+	return status;
 }
 
 int nfsc_inject_commit_status(struct nfsc *n, int status)

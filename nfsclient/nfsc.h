@@ -191,8 +191,15 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
  *   CACHEGW_INJECT_CREATE_DELAY=MS[:N]     the next N CREATE calls (all if
  *                                          no N) wait MS before they are
  *                                          sent (on the caller's thread)
- *   CACHEGW_INJECT_RELEASE=PATH            a COMMIT, WRITE, ACCESS or CREATE
- *                                          held by those above also waits (up
+ *   CACHEGW_INJECT_CHANGE_HOLD=MS[:N]      the next N changes of a name (a
+ *                                          CREATE, MKDIR, MKNOD, SYMLINK,
+ *                                          LINK, REMOVE, RMDIR, RENAME) the
+ *                                          origin has done (all if no N)
+ *                                          wait MS before their caller hears
+ *                                          of it: "done at the origin, not
+ *                                          answered" (a crash's window)
+ *   CACHEGW_INJECT_RELEASE=PATH            a call held by those above (not a
+ *                                          COMMIT ERROR) also waits (up
  *                                          to 120 s)
  *                                          until PATH exists: a test acts
  *                                          while it is held, however slowly

@@ -113,6 +113,8 @@ struct nfsc_inject {
 	int access_delay_count;		/* how many; -1 all */
 	unsigned create_delay_ms;	/* hold CREATE calls this long */
 	int create_delay_count;		/* how many; -1 all */
+	unsigned change_hold_ms;	/* hold a done change this long */
+	int change_hold_count;		/* how many; -1 all */
 	int commit_err;			/* errno a COMMIT fails with */
 	int commit_err_count;		/* of how many; -1 all */
 	uint64_t write_delay_off;	/* the first WRITE at or past this */
@@ -194,6 +196,7 @@ void nfsc_inject_from_env(struct nfsc *n);
 void nfsc_inject_commit_delay(struct nfsc *n);	/* caller's thread */
 void nfsc_inject_access_delay(struct nfsc *n);	/* caller's thread */
 void nfsc_inject_create_delay(struct nfsc *n);	/* caller's thread */
+int nfsc_inject_change_hold(struct nfsc *n, const char *op, int status);
 int nfsc_inject_commit_status(struct nfsc *n, int status);
 void nfsc_inject_write_delay(struct nfsc *n, uint64_t off); /* caller's */
 bool nfsc_inject_write_zero(struct nfsc *n);

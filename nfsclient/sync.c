@@ -137,6 +137,17 @@ static void waiter_queued(struct nfsc_waiter *w, int submit_ret)
 	return nfsc_waiter_wait(&w);						\
 } while (0)
 
+/* SYNC_CALL for a change of a name: a test may hold it once the origin
+ * has done it (inject.c). */
+#define SYNC_CHANGE(op, call) do {					\
+	struct nfsc_waiter w;						\
+									\
+	nfsc_waiter_init(&w);						\
+	nfsc_waiter_add(&w);						\
+	waiter_queued(&w, call);					\
+	return nfsc_inject_change_hold(n, op, nfsc_waiter_wait(&w));	\
+} while (0)
+
 /* An interruptible wait for one call, and the call's answer. */
 struct iwait {
 	pthread_mutex_t lock;
@@ -508,24 +519,26 @@ int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
 		struct nfsc_created *out)
 {
 	nfsc_inject_create_delay(n);
-	SYNC_CALL(nfsc_create_async(n, -1, cr, dir, name, sa, exclusive, out,
-				    nfsc_waiter_done, &w));
+	SYNC_CHANGE("CREATE",
+		    nfsc_create_async(n, -1, cr, dir, name, sa, exclusive, out,
+				      nfsc_waiter_done, &w));
 }
 
 int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name,
 	       const struct nfsc_sattr *sa, struct nfsc_created *out)
 {
-	SYNC_CALL(nfsc_mkdir_async(n, -1, cr, dir, name, sa, out, nfsc_waiter_done,
-				   &w));
+	SYNC_CHANGE("MKDIR", nfsc_mkdir_async(n, -1, cr, dir, name, sa, out,
+					      nfsc_waiter_done, &w));
 }
 
 int nfsc_symlink(struct nfsc *n, const struct nfsc_cred *cr,
 		 const struct nfsc_fh *dir, const char *name,
 		 const char *target, struct nfsc_created *out)
 {
-	SYNC_CALL(nfsc_symlink_async(n, -1, cr, dir, name, target, out,
-				     nfsc_waiter_done, &w));
+	SYNC_CHANGE("SYMLINK",
+		    nfsc_symlink_async(n, -1, cr, dir, name, target, out,
+				       nfsc_waiter_done, &w));
 }
 
 int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
@@ -533,34 +546,38 @@ int nfsc_mknod(struct nfsc *n, const struct nfsc_cred *cr,
 	       enum nfsc_type type, const struct nfsc_sattr *sa,
 	       uint32_t major, uint32_t minor, struct nfsc_created *out)
 {
-	SYNC_CALL(nfsc_mknod_async(n, -1, cr, dir, name, type, sa, major,
-				   minor, out, nfsc_waiter_done, &w));
+	SYNC_CHANGE("MKNOD",
+		    nfsc_mknod_async(n, -1, cr, dir, name, type, sa, major,
+				     minor, out, nfsc_waiter_done, &w));
 }
 
 int nfsc_link(struct nfsc *n, const struct nfsc_cred *cr,
 	      const struct nfsc_fh *fh, const struct nfsc_fh *dir,
 	      const char *name, struct nfsc_post *post)
 {
-	SYNC_CALL(nfsc_link_async(n, -1, cr, fh, dir, name, post, nfsc_waiter_done,
-				  &w));
+	SYNC_CHANGE("LINK", nfsc_link_async(n, -1, cr, fh, dir, name, post,
+					    nfsc_waiter_done, &w));
 }
 
 int nfsc_remove(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *dir, const char *name)
 {
-	SYNC_CALL(nfsc_remove_async(n, -1, cr, dir, name, nfsc_waiter_done, &w));
+	SYNC_CHANGE("REMOVE", nfsc_remove_async(n, -1, cr, dir, name,
+						nfsc_waiter_done, &w));
 }
 
 int nfsc_rmdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name)
 {
-	SYNC_CALL(nfsc_rmdir_async(n, -1, cr, dir, name, nfsc_waiter_done, &w));
+	SYNC_CHANGE("RMDIR", nfsc_rmdir_async(n, -1, cr, dir, name,
+					      nfsc_waiter_done, &w));
 }
 
 int nfsc_rename(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fromdir, const char *from,
 		const struct nfsc_fh *todir, const char *to)
 {
-	SYNC_CALL(nfsc_rename_async(n, -1, cr, fromdir, from, todir, to,
-				    nfsc_waiter_done, &w));
+	SYNC_CHANGE("RENAME",
+		    nfsc_rename_async(n, -1, cr, fromdir, from, todir, to,
+				      nfsc_waiter_done, &w));
 }

@@ -222,6 +222,30 @@ mountstats_errors() {
 	PY
 }
 
+# What the kernel says of a failing NFSv4 operation (the client's decoded
+# status, CLOSE's outcome, knfsd's compound status), for the report of a
+# per-op error: mountstats count them, these name them. Best effort.
+tr=/sys/kernel/tracing
+trace_on() {
+	local e
+	[ -e "$tr/events" ] || mount -t tracefs nodev "$tr" 2>/dev/null || return 0
+	for e in nfs4/nfs4_xdr_status nfs4/nfs4_close nfsd/nfsd_compound_status; do
+		[ -d "$tr/events/$e" ] || continue
+		case $e in
+		*close) echo 'error != 0' >"$tr/events/$e/filter" ;;
+		*compound_status) echo 'status != 0' >"$tr/events/$e/filter" ;;
+		esac
+		echo 1 >"$tr/events/$e/enable"
+	done
+	echo 4096 >"$tr/buffer_size_kb" 2>/dev/null
+	return 0
+}
+trace_report() {
+	[ -r "$tr/trace" ] || return 0
+	grep -E 'nfs4_xdr_status|nfs4_close|nfsd_compound_status' "$tr/trace" | tail -n 20 | sed 's/^/    trace: /' >&2
+}
+trace_on
+
 declare -A ms0
 for c in "$c3" "$c4"; do
 	ms0[$c]=$(mountstats_errors "$c")
@@ -306,6 +330,7 @@ for c in "$c3" "$c4"; do
 		info "$v: this kernel's mountstats have no per-op errors column"
 	elif [ "$e1" != "$e0" ]; then
 		bad "$v: $((e1 - e0)) per-op errors in mountstats (before: $by0; after: $by1)"
+		trace_report
 	fi
 done
 
