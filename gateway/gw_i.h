@@ -296,7 +296,8 @@ struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid);
 /* Any node-id ever handed out, brought back from the node-id table if it
  * is not in memory; takes one kernel reference (drop it with
  * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
- * unknown. */
+ * unknown, or if its origin handle is in memory under another node-id
+ * (both: gw_inode_get's too). */
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
 /* The inode of an origin handle, if it is in memory, with one kernel
  * reference taken (drop it with gw_inode_forget(gw, nodeid, 1)). */

@@ -208,33 +208,47 @@ static struct gw_inode *inode_from_table(struct gw *gw, uint64_t nodeid)
 	return ino;
 }
 
-struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
+/* nodeid, not in memory, brought back from the node-id table: inserted
+ * with one lookup (an earlier process's, of a count this one does not
+ * know: adopted, when it is a successor); with ref, one more is taken, on
+ * an inode found too. NULL if the table does not have it, or if its
+ * handle is in memory under another node-id (a second inode of one
+ * handle would split the file's state). */
+static struct gw_inode *inode_bring_back(struct gw *gw, uint64_t nodeid,
+					 bool ref)
 {
 	struct gw_itable *t = &gw->it;
-	struct gw_inode *ino = gw_inode_find(gw, nodeid), *fresh;
+	struct gw_inode *ino, *fresh = inode_from_table(gw, nodeid);
 
-	if (ino || !gw->successor)
-		return ino;
-	fresh = inode_from_table(gw, nodeid);
 	if (!fresh)
 		return NULL;
 	pthread_mutex_lock(&t->lock);
 	ino = find_id_locked(t, nodeid);
-	if (!ino && (ino = find_fh_locked(t, &fresh->fh)))
-		ino = NULL;	/* the handle has another node-id now */
-	else if (!ino) {
+	if (!ino && !find_fh_locked(t, &fresh->fh)) {
 		if (t->count >= t->nbuckets)
 			grow_locked(t);
-		fresh->nlookup = 1;
-		fresh->adopted = true;
+		fresh->adopted = gw->successor;	/* as in gw_inode_ref */
 		insert_locked(t, fresh);
 		ino = fresh;
 		fresh = NULL;
+		if (!ref)
+			ino->nlookup = 1;
 	}
+	if (ino && ref)
+		ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
 	if (fresh)
 		inode_free(gw, fresh);
 	return ino;
+}
+
+struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
+{
+	struct gw_inode *ino = gw_inode_find(gw, nodeid);
+
+	if (ino || !gw->successor)
+		return ino;
+	return inode_bring_back(gw, nodeid, false);
 }
 
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
@@ -513,7 +527,7 @@ void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 {
 	struct gw_itable *t = &gw->it;
-	struct gw_inode *ino, *fresh;
+	struct gw_inode *ino;
 
 	/* The reference is taken under the table lock: the kernel may send
 	 * the FORGET of an evicted inode while it looks the same node-id up
@@ -524,26 +538,7 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid)
 	if (ino)
 		ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
-	if (ino)
-		return ino;
-	fresh = inode_from_table(gw, nodeid);
-	if (!fresh)
-		return NULL;
-	pthread_mutex_lock(&t->lock);
-	ino = find_id_locked(t, nodeid);
-	if (!ino) {
-		if (t->count >= t->nbuckets)
-			grow_locked(t);
-		fresh->adopted = gw->successor;	/* as in gw_inode_ref */
-		insert_locked(t, fresh);
-		ino = fresh;
-		fresh = NULL;
-	}
-	ino->nlookup++;
-	pthread_mutex_unlock(&t->lock);
-	if (fresh)
-		inode_free(gw, fresh);
-	return ino;
+	return ino ? ino : inode_bring_back(gw, nodeid, true);
 }
 
 uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino)
