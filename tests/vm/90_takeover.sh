@@ -8,6 +8,9 @@ if ! python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split
 	exit 77
 fi
 ROUNDS=${CACHEGW_TAKEOVER_ROUNDS:-10}	# upgrades, and as many kills
+# CACHEGW_TAKEOVER_NONE=1: a control run, the same load for about as long
+# with no takeover (not a test of anything: what the clients count alone).
+NONE=${CACHEGW_TAKEOVER_NONE:-}
 GAP=${CACHEGW_TAKEOVER_GAP:-3}		# seconds between two takeovers
 
 work=$(harness_tmpdir work)		# guest-local: the writers' copies, logs
@@ -244,6 +247,20 @@ trace_report() {
 	[ -r "$tr/trace" ] || return 0
 	grep -E 'nfs4_xdr_status|nfs4_close|nfsd_compound_status' "$tr/trace" | tail -n 20 | sed 's/^/    trace: /' >&2
 }
+# close_races: how many CLOSEs the client saw fail with OLD_STATEID since
+# the load began ("" if the trace cannot say). The one per-op error this
+# test lets pass, and only when the trace names each one: a CLOSE is sent
+# as SEQUENCE PUTFH GETATTR CLOSE, and its GETATTR (after a write) goes to
+# the gateway; when it waits out a pause, the same file's next OPEN from
+# the same writer (close(2) does not wait for CLOSE) can reach knfsd
+# first and move the open's stateid on: the CLOSE is answered
+# OLD_STATEID and the client resends it with the new one (the Linux
+# client's nfs4_close_done). Nothing fails; a pause
+# without a takeover (SIGSTOP) does the same (doc/takeover.md).
+close_races() {
+	[ -r "$tr/trace" ] && [ -d "$tr/events/nfs4/nfs4_close" ] || return 0
+	grep -c 'nfs4_close: error=-10024 (OLD_STATEID)' "$tr/trace"
+}
 trace_on
 
 declare -A ms0
@@ -253,6 +270,7 @@ done
 info "per-op counts before (ops errors): v3 ${ms0[$c3]}, v4.2 ${ms0[$c4]}"
 
 step "the load: per client a writer, a reader, a held file, a shell inside"
+[ -w "$tr/trace" ] && : >"$tr/trace"	# from here on
 for v in v3 v42; do
 	if [ $v = v3 ]; then c=$c3; else c=$c4; fi
 	python3 "$work/load.py" writer "$stop" "$work/writer-$v" "$c/w_$v" "$work/local-$v" </dev/null &
@@ -289,9 +307,14 @@ pauses=()
 step "$ROUNDS upgrades in place and $ROUNDS SIGKILLs, alternating, ${GAP} s apart"
 for ((k = 1; k <= ROUNDS; k++)); do
 	for what in upgrade kill; do
+		if [ -n "$NONE" ]; then
+			sleep "$((GAP + 2))"
+			continue
+		fi
 		p=$(serving)
 		[ -n "$p" ] || { bad "$what $k: no serving pid in the metrics"; break 2; }
 		t0=$(date +%s.%N)
+		up=$(cut -d' ' -f1 /proc/uptime)	# the trace's clock
 		if [ $what = upgrade ]; then
 			upgrade || { bad "upgrade $k: exit $? ($(tail -n 1 "$work/upgrade.err"))"; break 2; }
 		else
@@ -303,12 +326,12 @@ for ((k = 1; k <= ROUNDS; k++)); do
 		register_serving
 		pause=$(gw_metric "$cdir" takeover_pause_us)
 		pauses+=("${pause:-0}")
-		info "$what $k: pid $p -> $(serving), pause $(awk -v u="${pause:-0}" 'BEGIN { printf "%.1f", u / 1000 }') ms, done in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+		info "$what $k at uptime $up s: pid $p -> $(serving), pause $(awk -v u="${pause:-0}" 'BEGIN { printf "%.1f", u / 1000 }') ms, done in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 		sleep "$GAP"
 	done
 done
 g=$(gw_metric "$cdir" takeover_generation)
-[ "${g:-0}" = $((${gen0:-0} + 2 * ROUNDS)) ] || bad "takeover_generation is ${g:-none}, not $((${gen0:-0} + 2 * ROUNDS))"
+[ -n "$NONE" ] || [ "${g:-0}" = $((${gen0:-0} + 2 * ROUNDS)) ] || bad "takeover_generation is ${g:-none}, not $((${gen0:-0} + 2 * ROUNDS))"
 
 step "the load stops"
 sleep "$GAP"
@@ -329,8 +352,14 @@ for c in "$c3" "$c4"; do
 	if [ "$e1" = - ]; then
 		info "$v: this kernel's mountstats have no per-op errors column"
 	elif [ "$e1" != "$e0" ]; then
-		bad "$v: $((e1 - e0)) per-op errors in mountstats (before: $by0; after: $by1)"
-		trace_report
+		races=$(close_races)
+		if [ "$v" = client-v42 ] && [ "$by0" = - ] && [ "$by1" = "CLOSE=$((e1 - e0))" ] &&
+			[ "${races:-0}" = $((e1 - e0)) ]; then
+			info "$v: $races CLOSE answered OLD_STATEID and resent by the client (a CLOSE's GETATTR waited out a pause while the next OPEN of the file went ahead; see close_races)"
+		else
+			bad "$v: $((e1 - e0)) per-op errors in mountstats (before: $by0; after: $by1; CLOSE OLD_STATEID in the trace: ${races:-unknown})"
+			trace_report
+		fi
 	fi
 done
 
