@@ -233,7 +233,7 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 			  os.probes);
 		}
 		M("offline_answers_total", "counter",
-		  "Answers (attributes, names, listings, ACCESS, STATFS) given from what the gateway holds while the origin was lost.",
+		  "Requests (GETATTR, LOOKUP, READDIR, ACCESS, READLINK, STATFS) answered from what the gateway holds while the origin was lost, each once.",
 		  __atomic_load_n(&gw->offline_answers, __ATOMIC_RELAXED));
 	}
 #undef M

@@ -691,7 +691,11 @@ bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
 /* The origin is lost: calls that only read from it fail with -EHOSTDOWN
  * (nfsclient's origin.c), and these answer from what the gateway holds. */
 bool gw_offline(struct gw *gw);
-/* ino's attributes as last known (any age): 0, or -EHOSTDOWN. */
+/* One request answered from what is held while the origin is lost. */
+void gw_offline_count(struct gw *gw);
+/* ino's attributes as last known (any age): 0, or -EHOSTDOWN. Not
+ * counted: offline_answers counts requests answered (once each, where
+ * the reply is made: gw_offline_count). */
 int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a);
 /* LOOKUP from kept names: 0 and *e, -ENOENT (dir's kept listing has no
  * such name), -EACCES, or -EHOSTDOWN (not held). */

@@ -25,6 +25,11 @@ bool gw_offline(struct gw *gw)
 	return nfsc_origin_lost(gw->nfs);
 }
 
+void gw_offline_count(struct gw *gw)
+{
+	__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
+}
+
 int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a)
 {
 	bool valid;
@@ -37,7 +42,6 @@ int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a)
 	pthread_mutex_unlock(&ino->lock);
 	if (!valid && gw_md_attr_any(gw, ino->nodeid, a))
 		return -EHOSTDOWN;
-	__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -49,7 +53,7 @@ int gw_offline_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	if (ret != -ENOENT)
 		return ret;
 	if (gw_md_listed_whole(gw, dir)) {
-		__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
+		gw_offline_count(gw);
 		return -ENOENT;
 	}
 	return -EHOSTDOWN;
@@ -74,6 +78,6 @@ int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs)
 	pthread_mutex_unlock(&gw->fs_lock);
 	if (!known)
 		return -EHOSTDOWN;
-	__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
+	gw_offline_count(gw);
 	return 0;
 }

@@ -260,8 +260,12 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	if (ret == -ESTALE)
 		gw_inode_gone(gw, ino);	/* deleted at the origin */
-	if (ret == -EHOSTDOWN)
-		return gw_offline_attr(gw, ino, a);	/* as last known */
+	if (ret == -EHOSTDOWN) {
+		ret = gw_offline_attr(gw, ino, a);	/* as last known */
+		if (!ret)
+			gw_offline_count(gw);
+		return ret;
+	}
 	if (ret)
 		return ret;
 	/* A WRITE answered while the GETATTR was out is newer than it. */
@@ -460,7 +464,7 @@ static void gw_readlink(fuse_req_t req, fuse_ino_t nodeid)
 	else if (ret == -EHOSTDOWN &&
 		 gw_md_link_any(gw, ino->nodeid, target, sizeof(target)) == 0) {
 		ret = 0;	/* the origin is lost: as last read */
-		__atomic_add_fetch(&gw->offline_answers, 1, __ATOMIC_RELAXED);
+		gw_offline_count(gw);
 	}
 	if (ret)
 		fuse_reply_err(req, -ret);

@@ -637,11 +637,15 @@ void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask)
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_get(gw, nodeid);
 	struct nfsc_cred cr;
+	int ret;
 
 	if (!ino) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	gw_req_cred(req, &cr);
-	fuse_reply_err(req, -gw_access_check(gw, ino, &cr, mask, NULL, NULL));
+	ret = gw_access_check(gw, ino, &cr, mask, NULL, NULL);
+	if (ret != -EHOSTDOWN && gw_offline(gw))
+		gw_offline_count(gw);
+	fuse_reply_err(req, -ret);
 }

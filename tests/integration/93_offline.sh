@@ -54,6 +54,25 @@ while read -r f; do
 	[ "$f" = ./d1/f2 ] && want=$work/f2.old
 	out=$(timeout -k 5 30 cmp "$want" "$mnt/$f" 2>&1) || bad "offline: $f: $out"
 done <"$work/files"
+# One answer is one: readlink(2) of a regular file whose entry has
+# expired, from a working directory inside (no other name is looked up),
+# is two requests: a GETATTR of the directory (the kernel's permission
+# check, its attributes expired too) and one LOOKUP (then EINVAL, no
+# GETATTR of the file); the LOOKUP is answered from three things held (the
+# directory's search right, the name, the file's attributes) and counted
+# once (it was counted three times).
+if n=$(
+	cd "$mnt/d1/sub" || exit 1
+	sleep 1.2
+	a0=$(gw_metric "$cdir" offline_answers_total)
+	err=$(timeout 30 readlink -v deep.bin 2>&1)
+	case $err in *"Invalid argument"*) ;; *) echo "readlink: '$err', not EINVAL"; exit 1 ;; esac
+	echo $(($(gw_metric "$cdir" offline_answers_total) - a0))
+); then
+	[ "$n" = 2 ] || bad "offline: a GETATTR and a LOOKUP counted $n offline answers, not 2"
+else
+	bad "offline: the lookup of d1/sub/deep.bin: $n"
+fi
 [ "$(cd "$mnt/d1" && timeout 30 ls | sort | tr '\n' ' ')" = "$(cd "$data/d1" && ls | grep -v f2.new | sort | tr '\n' ' ')" ] ||
 	bad "offline: the listing of d1 differs: $(cd "$mnt/d1" && timeout 30 ls 2>&1 | tr '\n' ' ')"
 [ "$(timeout 30 stat -c %s "$mnt/d2/big.bin")" = 3000000 ] || bad "offline: stat of a cached file"
