@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,43 +267,107 @@ struct adopted {
 	size_t files, dirs, writers, failed, committed, lost;
 };
 
-/* After a crash: COMMIT each written file once, as one of its writers. */
+/* After a crash: COMMIT each written file once, as one of its writers;
+ * up to COMMIT_THREADS at a time (the clients wait for them all: with a
+ * far origin, one after the other would cost a round trip each). */
+#define COMMIT_THREADS 16
+
+struct adopt_commit {
+	struct gw_inode *ino;
+	const struct nfsc_cred *cr;
+	uint64_t nodeid;
+	int ret;
+};
+
+struct commit_pool {
+	struct gw *gw;
+	struct adopt_commit *c;
+	size_t n;
+	size_t next;		/* atomic: the next one to take */
+	uint64_t verf;
+};
+
+static void log_lost(uint64_t nodeid)
+{
+	gw_log("takeover: written data of node-id %llu may be lost (its "
+	       "COMMIT failed or the origin restarted since the dead process "
+	       "wrote it): its writers' next fsync or close reports EIO",
+	       (unsigned long long)nodeid);
+}
+
+static int commit_one(struct gw *gw, struct gw_inode *ino,
+		      const struct nfsc_cred *cr, uint64_t verf)
+{
+	int ret = gw_write_adopt_commit(gw, ino, cr, verf);
+
+	if (ret)
+		log_lost(ino->nodeid);
+	return ret;
+}
+
+static void *commit_worker(void *arg)
+{
+	struct commit_pool *p = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino,
+						    p->c[i].cr, p->verf);
+	return NULL;
+}
+
 static void commit_adopted(struct gw *gw, struct adopted *ad)
 {
 	struct gw_state *st = gw_state;
-	uint64_t *done = NULL, verf = st->verf;
-	size_t ndone = 0;
+	struct commit_pool pool = { .gw = gw, .verf = st->verf };
+	pthread_t tids[COMMIT_THREADS - 1];
+	size_t ntids = 0, cap = 0;
 
 	for (uint32_t i = 0; i < st->slots_hwm; i++) {
 		struct gw_hrec *r = &st->recs[i];
 		struct gw_inode *ino;
 		size_t k;
-		uint64_t *v;
 
 		if (!r->id || r->kind != GW_HREC_FILE || !r->writer ||
 		    !gw_handle_get(r->id))
 			continue;
-		for (k = 0; k < ndone && done[k] != r->nodeid; k++)
+		for (k = 0; k < pool.n && pool.c[k].nodeid != r->nodeid; k++)
 			;
-		if (k < ndone || !(ino = gw_inode_find(gw, r->nodeid)))
+		if (k < pool.n || !(ino = gw_inode_find(gw, r->nodeid)))
 			continue;
-		v = realloc(done, (ndone + 1) * sizeof(*v));
-		if (!v)
-			break;
-		done = v;
-		done[ndone++] = r->nodeid;
-		if (gw_write_adopt_commit(gw, ino, &r->cred, verf) == 0) {
-			ad->committed++;
-		} else {
-			ad->lost++;
-			gw_log("takeover: written data of node-id %llu may be "
-			       "lost (its COMMIT failed or the origin "
-			       "restarted since the dead process wrote it): "
-			       "its writers' next fsync or close reports EIO",
-			       (unsigned long long)r->nodeid);
+		if (pool.n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			void *nv = realloc(pool.c, c * sizeof(*pool.c));
+
+			if (!nv) {	/* this one now, alone */
+				if (commit_one(gw, ino, &r->cred, pool.verf))
+					ad->lost++;
+				else
+					ad->committed++;
+				continue;
+			}
+			pool.c = nv;
+			cap = c;
 		}
+		pool.c[pool.n++] = (struct adopt_commit){
+			.ino = ino, .cr = &r->cred, .nodeid = r->nodeid,
+		};
 	}
-	free(done);
+	while (ntids + 1 < pool.n && ntids < COMMIT_THREADS - 1 &&
+	       pthread_create(&tids[ntids], NULL, commit_worker, &pool) == 0)
+		ntids++;
+	commit_worker(&pool);
+	while (ntids)
+		pthread_join(tids[--ntids], NULL);
+	for (size_t k = 0; k < pool.n; k++) {
+		if (pool.c[k].ret == 0) {
+			ad->committed++;
+			continue;
+		}
+		ad->lost++;
+		log_lost(pool.c[k].nodeid);
+	}
+	free(pool.c);
 }
 
 int gw_takeover_adopt(struct gw *gw)
