@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
 	c->idx = idx;
 	c->efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
-	ret = conn_context(n, c, err, errlen);
+	ret = c->nfs ? 0 : conn_context(n, c, err, errlen);
 	if (ret)
 		return ret;
 	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -156,6 +157,80 @@ static int read_root_fh(struct nfsc *n, struct nfsc_fh *root, char *err,
 	memcpy(root->data, lfh->val, root->len);
 	nfs_close(nfs, fh);
 	return 0;
+}
+
+/* The connections, each with the export mounted, made at once: each is
+ * a few round trips (the mount protocol, then NFS), and with a far origin
+ * one after the other cost every start (and every takeover) that many
+ * times over. Connection 0 reads the root's handle as soon as it is
+ * mounted. */
+struct conn_start {
+	struct nfsc *n;
+	unsigned idx;
+	int ret;
+	bool root_failed;	/* conn 0: mounted, the root unreadable */
+	char err[512];
+};
+
+static void *conn_start(void *arg)
+{
+	struct conn_start *s = arg;
+	struct nfsc *n = s->n;
+
+	s->ret = conn_init(n, &n->conns[s->idx], s->idx, true, s->err,
+			   sizeof(s->err));
+	if (!s->ret && s->idx == 0) {
+		s->ret = read_root_fh(n, &n->root, s->err, sizeof(s->err));
+		s->root_failed = s->ret != 0;
+	}
+	return NULL;
+}
+
+/* Returns 0, or conn 0's failure (its message in err; *root_err set if
+ * it is the root's handle that could not be read), else another's. */
+static int conns_init(struct nfsc *n, bool *root_err, char *err,
+		      size_t errlen)
+{
+	struct conn_start *s;
+	pthread_t *t;
+	bool *inline_run;
+	unsigned i;
+	int ret = 0;
+
+	s = calloc(n->nconn, sizeof(*s));
+	t = calloc(n->nconn, sizeof(*t));
+	inline_run = calloc(n->nconn, sizeof(*inline_run));
+	if (!s || !t || !inline_run) {
+		free(s);
+		free(t);
+		free(inline_run);
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n->nconn; i++) {
+		s[i].n = n;
+		s[i].idx = i;
+		if (i == 0 ||
+		    pthread_create(&t[i], NULL, conn_start, &s[i]) != 0)
+			inline_run[i] = true;	/* run below, here */
+	}
+	for (i = 0; i < n->nconn; i++) {
+		if (inline_run[i])
+			conn_start(&s[i]);
+	}
+	for (i = 0; i < n->nconn; i++) {
+		if (!inline_run[i])
+			pthread_join(t[i], NULL);
+		if (s[i].ret && !ret) {
+			ret = s[i].ret;
+			seterr(err, errlen, "%s", s[i].err);
+		}
+	}
+	*root_err = s[0].root_failed;
+	free(s);
+	free(t);
+	free(inline_run);
+	return ret;
 }
 
 /* rsize and wsize from FSINFO as nfs_mount() read it on c (rtmax/wtmax are
@@ -205,6 +280,7 @@ static bool may_start_lost(struct nfsc *n, const struct nfsc_opts *opts,
 int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	      char *err, size_t errlen)
 {
+	bool root_err = false;
 	struct nfsc *n;
 	unsigned i;
 	int ret;
@@ -241,29 +317,37 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	for (i = 0; i < n->nconn; i++) {
-		ret = conn_init(n, &n->conns[i], i, !n->started_lost, err,
-				errlen);
-		if (ret && i == 0 && may_start_lost(n, opts, ret)) {
-			/* The rest are made unmounted too. */
-			fprintf(stderr, "cachegw: %s: starting without the "
-				"origin (offline=%u), from what the cache "
-				"holds\n", err, n->opts.offline);
-			n->started_lost = true;
-			n->conns[0].rpc = NULL;
-			ret = 0;
+	for (i = 0; i < n->nconn; i++)
+		n->conns[i].efd = -1;	/* for nfsc_close: not made yet */
+	/* The URL, parsed once (n->server, n->export) before the threads. */
+	ret = conn_context(n, &n->conns[0], err, errlen);
+	if (ret)
+		goto out_free;
+	ret = conns_init(n, &root_err, err, errlen);
+	if (ret && !root_err && may_start_lost(n, opts, ret)) {
+		/* Every connection is made by its thread once the origin
+		 * answers (conn_mount_later). */
+		fprintf(stderr, "cachegw: %s: starting without the origin "
+			"(offline=%u), from what the cache holds\n", err,
+			n->opts.offline);
+		for (i = 0; i < n->nconn; i++) {
+			if (!n->conns[i].nfs || n->conns[i].efd < 0) {
+				seterr(err, errlen, "cannot make connection "
+				       "%u to %s", i, n->server);
+				goto out_free;
+			}
+			n->conns[i].rpc = NULL;
 		}
-		if (ret)
-			goto out_free;
+		n->started_lost = true;
+		ret = 0;
 	}
+	if (ret)
+		goto out_free;
 	if (n->started_lost) {
 		n->root = *opts->known_root;
 		set_io_sizes(n, NULL);
 		nfsc_origin_start_lost(n);
 	} else {
-		ret = read_root_fh(n, &n->root, err, errlen);
-		if (ret)
-			goto out_free;
 		set_io_sizes(n, &n->conns[0]);
 	}
 	*out = n;
