@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include "cache.h"
 #include "daemon.h"
 #include "takeover.h"
+#include "worker.h"
 
 #ifndef FUSE_NOTIFY_RESEND
 #define FUSE_NOTIFY_RESEND 7
@@ -283,7 +283,6 @@ struct commit_pool {
 	struct gw *gw;
 	struct adopt_commit *c;
 	size_t n;
-	size_t next;		/* atomic: the next one to take */
 	uint64_t verf;
 };
 
@@ -305,23 +304,19 @@ static int commit_one(struct gw *gw, struct gw_inode *ino,
 	return ret;
 }
 
-static void *commit_worker(void *arg)
+static void commit_in_pool(void *arg, size_t i)
 {
 	struct commit_pool *p = arg;
-	size_t i;
 
-	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-		p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino,
-						    p->c[i].cr, p->verf);
-	return NULL;
+	p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino, p->c[i].cr,
+					    p->verf);
 }
 
 static void commit_adopted(struct gw *gw, struct adopted *ad)
 {
 	struct gw_state *st = gw_state;
 	struct commit_pool pool = { .gw = gw, .verf = st->verf };
-	pthread_t tids[COMMIT_THREADS - 1];
-	size_t ntids = 0, cap = 0;
+	size_t cap = 0;
 
 	for (uint32_t i = 0; i < st->slots_hwm; i++) {
 		struct gw_hrec *r = &st->recs[i];
@@ -353,12 +348,7 @@ static void commit_adopted(struct gw *gw, struct adopted *ad)
 			.ino = ino, .cr = &r->cred, .nodeid = r->nodeid,
 		};
 	}
-	while (ntids + 1 < pool.n && ntids < COMMIT_THREADS - 1 &&
-	       pthread_create(&tids[ntids], NULL, commit_worker, &pool) == 0)
-		ntids++;
-	commit_worker(&pool);
-	while (ntids)
-		pthread_join(tids[--ntids], NULL);
+	worker_parallel(pool.n, COMMIT_THREADS, commit_in_pool, &pool);
 	for (size_t k = 0; k < pool.n; k++) {
 		if (pool.c[k].ret == 0) {
 			ad->committed++;

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,9 +171,9 @@ struct conn_start {
 	char err[512];
 };
 
-static void *conn_start(void *arg)
+static void conn_start(void *arg, size_t i)
 {
-	struct conn_start *s = arg;
+	struct conn_start *s = (struct conn_start *)arg + i;
 	struct nfsc *n = s->n;
 
 	s->ret = conn_init(n, &n->conns[s->idx], s->idx, true, s->err,
@@ -183,7 +182,6 @@ static void *conn_start(void *arg)
 		s->ret = read_root_fh(n, &n->root, s->err, sizeof(s->err));
 		s->root_failed = s->ret != 0;
 	}
-	return NULL;
 }
 
 /* Returns 0, or conn 0's failure (its message in err; *root_err set if
@@ -191,45 +189,26 @@ static void *conn_start(void *arg)
 static int conns_init(struct nfsc *n, bool *root_err, char *err,
 		      size_t errlen)
 {
-	struct conn_start *s;
-	pthread_t *t;
-	bool *inline_run;
+	struct conn_start *s = calloc(n->nconn, sizeof(*s));
 	unsigned i;
 	int ret = 0;
 
-	s = calloc(n->nconn, sizeof(*s));
-	t = calloc(n->nconn, sizeof(*t));
-	inline_run = calloc(n->nconn, sizeof(*inline_run));
-	if (!s || !t || !inline_run) {
-		free(s);
-		free(t);
-		free(inline_run);
+	if (!s) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < n->nconn; i++) {
 		s[i].n = n;
 		s[i].idx = i;
-		if (i == 0 ||
-		    pthread_create(&t[i], NULL, conn_start, &s[i]) != 0)
-			inline_run[i] = true;	/* run below, here */
 	}
-	for (i = 0; i < n->nconn; i++) {
-		if (inline_run[i])
-			conn_start(&s[i]);
-	}
-	for (i = 0; i < n->nconn; i++) {
-		if (!inline_run[i])
-			pthread_join(t[i], NULL);
-		if (s[i].ret && !ret) {
-			ret = s[i].ret;
+	worker_parallel(n->nconn, n->nconn, conn_start, s);
+	for (i = 0; i < n->nconn && !ret; i++) {
+		ret = s[i].ret;
+		if (ret)
 			seterr(err, errlen, "%s", s[i].err);
-		}
 	}
 	*root_err = s[0].root_failed;
 	free(s);
-	free(t);
-	free(inline_run);
 	return ret;
 }
 
