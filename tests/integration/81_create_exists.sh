@@ -36,16 +36,6 @@ release=$work/release
 CACHEGW_INJECT_CREATE_DELAY=1:2 CACHEGW_INJECT_RELEASE=$release \
 	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
 
-# held N: wait (up to 30 s) until the gateway has held N CREATEs.
-held() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		[ "$(grep -c 'inject: CREATE held' "$GW_LOG")" -ge "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # race N NAME SRC: uid 1000 opens pub/NAME with O_CREAT; while its CREATE
 # is held (the kernel's LOOKUP found no such name), SRC appears as
 # pub/NAME at the origin (a hard link); then the CREATE goes on.
@@ -53,7 +43,7 @@ race() {
 	local n=$1 name=$2 src=$3
 	timeout 60 "${AS_U[@]}" "$PY" "$work/creat.py" "$mnt/pub/$name" >"$work/$name.out" 2>&1 &
 	local pid=$!
-	held "$n" || bad "($n) no CREATE held for $name"
+	log_wait "$GW_LOG" 'inject: CREATE held' "$n" || bad "($n) no CREATE held for $name"
 	ln "$data/$src" "$data/pub/$name" || bad "($n) ln at the origin"
 	touch "$release"
 	wait "$pid"

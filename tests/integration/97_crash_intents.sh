@@ -47,15 +47,6 @@ except OSError as e:
     print(errno.errorcode.get(e.errno, str(e.errno)))
 PY
 
-# wait_held N: the gateway's log says N changes were held (30 s).
-wait_held() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		[ "$(grep -c 'done at the origin, held' "$GW_LOG")" -ge "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # wait_successor OLD: a new serving pid within 20 s.
 wait_successor() {
 	local i p
@@ -76,7 +67,7 @@ crash_during() {
 	n=$((n + 1))
 	timeout 60 "$PY" "$work/op.py" "$op" "$@" >"$work/op.$n" 2>&1 &
 	pid=$!
-	if ! wait_held "$n"; then
+	if ! log_wait "$GW_LOG" 'done at the origin, held' "$n"; then
 		bad "$op: the gateway held no change ($(tail -n 3 "$GW_LOG" | tr '\n' ' '))"
 		wait "$pid"
 		return 1
