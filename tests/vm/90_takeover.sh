@@ -256,7 +256,7 @@ trace_report() {
 # the new one (the Linux client's nfs4_close_done: "Did we race with
 # OPEN?"). Nothing fails. It is the client's and knfsd's, not a
 # takeover's: a control run with no takeover (CACHEGW_TAKEOVER_NONE=1,
-# the same load) counted one too, as did 2 of 7 runs with takeovers, all
+# the same load) counted one too, as did 2 of 6 runs with takeovers, all
 # under host load (doc/takeover.md).
 close_races() {
 	[ -r "$tr/trace" ] && [ -d "$tr/events/nfs4/nfs4_close" ] || return 0
