@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round) and `far` (5 ms, 2 rounds) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount or origin behind. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round), `far` (5 ms, 2 rounds) and `takeover` (5 ms, 2 files, 1 round: upgrades in place and SIGKILLs of a supervised gateway) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount, process or origin behind; `takeover` refuses a kernel older than 6.9, saying so. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 for b in fio jq fincore; do
@@ -134,6 +134,47 @@ assert int(cold_big[13]) >= 1, f"cold big read took {cold_big[13]} READs"
 PY
 "$BENCH" far --rtt 0 >/dev/null 2>"$work/rtt.err" && bad "far --rtt 0 was accepted"
 grep -q 'bad --rtt 0' "$work/rtt.err" || bad "far --rtt 0: $(head -c 200 "$work/rtt.err")"
+# takeover: upgrades in place and SIGKILLs of a supervised gateway, idle
+# and with 2 files held open, the origin 5 ms away against next door, 1
+# round: 4 rows in ms with numbers, min-max spreads, no CPU figure. Below
+# Linux 6.9 it refuses, saying why (and so it does on a kernel that says
+# it is 6.1).
+tk_rows="upgrade_idle upgrade_2_files crash_idle crash_2_files"
+if python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
+	timeout -k 10 120 "$BENCH" takeover --rtt 5ms --files 2 --rounds 1 --quiet \
+		--workdir "$work" --csv "$work/takeover.csv" >"$work/takeover.out" 2>"$work/takeover.err"
+	rc=$?
+	[ $rc = 0 ] || { bad "cachegw-bench takeover exited $rc"; tail -n 30 "$work/takeover.err" >&2; }
+	grep -q '^# cachegw-bench takeover ' "$work/takeover.out" || bad "takeover: no header line"
+	grep -q 'far: cachegw-latproxy --rtt 5 ms' "$work/takeover.out" || bad "takeover: the header does not name the proxy"
+	grep -q '^metric  *unit  *gateway  *baseline  *ratio' "$work/takeover.out" || bad "takeover: no table"
+	for key in $tk_rows; do
+		grep -q "^$key  *ms  *[0-9]" "$work/takeover.out" || bad "takeover: no table row $key"
+	done
+	# shellcheck disable=SC2086
+	check_csv "$work/takeover.csv" \
+		metric,unit,gateway,baseline,ratio,ratio_spread,gateway_spread,baseline_spread,gw_cpu_s_per_GiB,rounds,baseline_is 3 5 \
+		$tk_rows
+	while IFS=, read -r key unit _ _ _ rs gs bs cpu n _; do
+		[ "$unit" = ms ] || bad "takeover.csv row $key: unit '$unit', want ms"
+		for v in "$rs" "$gs" "$bs"; do
+			[[ $v =~ $spread ]] || bad "takeover.csv row $key: spread '$v' is not MIN-MAX"
+		done
+		[ "$cpu" = - ] || bad "takeover.csv row $key: gw_cpu_s_per_GiB '$cpu', want -"
+		[ "$n" = 1 ] || bad "takeover.csv row $key: rounds '$n', want 1"
+	done < <(tail -n +2 "$work/takeover.csv")
+	[ -z "$(pgrep -a -f -- "$work/")" ] || bad "takeover: processes left: $(pgrep -a -f -- "$work/" | head -3)"
+else
+	"$BENCH" takeover >/dev/null 2>"$work/tk-old.err" && bad "takeover ran on Linux $(uname -r)"
+	grep -q 'takeover needs Linux 6.9 or later' "$work/tk-old.err" || bad "takeover on Linux $(uname -r): $(head -c 200 "$work/tk-old.err")"
+fi
+mkdir -p "$work/fake-bin"
+# shellcheck disable=SC2016
+printf '#!/bin/sh\n[ "$1" = -r ] && { echo 6.1.0-fake; exit 0; }\nexec %s "$@"\n' "$(command -v uname)" >"$work/fake-bin/uname"
+chmod +x "$work/fake-bin/uname"
+PATH=$work/fake-bin:$PATH "$BENCH" takeover >/dev/null 2>"$work/tk-old.err" && bad "takeover ran on a kernel that says it is 6.1"
+grep -q 'takeover needs Linux 6.9 or later.*6\.1\.0-fake' "$work/tk-old.err" ||
+	bad "takeover on a kernel that says it is 6.1: $(head -c 200 "$work/tk-old.err")"
 echo "bench smoke took $((SECONDS - t0)) s" >&2
 
 # Everything the bench started is gone.
