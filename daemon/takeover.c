@@ -572,22 +572,25 @@ int gw_takeover_handover_end(struct gw *gw)
 
 int gw_takeover_probe(const char *cache_dir)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	struct sockaddr_un sa;
+	int fd, dirfd, ret;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s",
-			     cache_dir, "control.sock") >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
+	/* A long cache_dir: through /proc/self/fd, as the socket was made
+	 * (ctl.c) and as cachegw-inspect reaches it. */
+	ret = cache_ctl_sockaddr(cache_dir, &sa, &dirfd);
+	if (ret < 0)
+		return ret;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
+		ret = -errno;
+	else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
 		close(fd);
-		return -e;
-	}
-	return fd;
+	} else
+		ret = fd;
+	if (dirfd >= 0)
+		close(dirfd);
+	return ret;
 }
 
 int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,

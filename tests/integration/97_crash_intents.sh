@@ -1,5 +1,5 @@
 #!/bin/bash
-# A crash between the origin's change and the caller's answer (issue 22, item 2): a supervised gateway whose serving process is killed (SIGKILL) while it holds a change the origin has already done (fault injection CACHEGW_INJECT_CHANGE_HOLD: the window a real crash hits by chance) leaves the kernel to resend that request to the successor (FUSE_NOTIFY_RESEND), which finds the change done and must answer it as done (intent keys, gateway/intent.c). For each of mkdir, an O_EXCL create, symlink, link, rename, unlink, rmdir and mkfifo, one after the other, each in a new serving process: the caller's one call returns 0 (a repeat at the origin alone would fail with EEXIST or ENOENT), and the origin and the mount show the change made once. Then an O_EXCL create of a name someone else made at the origin still fails with EEXIST.
+# A crash between the origin's change and the caller's answer (issue 22, item 2): a supervised gateway whose serving process is killed (SIGKILL) while it holds a change the origin has already done (fault injection CACHEGW_INJECT_CHANGE_HOLD: the window a real crash hits by chance) leaves the kernel to resend that request to the successor (FUSE_NOTIFY_RESEND), which finds the change done and must answer it as done (intent keys, gateway/intent.c). For each of mkdir, an O_EXCL create, symlink, link, rename, unlink, rmdir and mkfifo, one after the other, each in a new serving process: the caller's one call returns 0 (a repeat at the origin alone would fail with EEXIST or ENOENT), and the origin and the mount show the change made once. Then an O_EXCL create of a name someone else made at the origin still fails with EEXIST; and an upgrade in place of a mount whose cache_dir path is longer than a socket address (108 bytes) takes over (exit 0, a new serving process).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 harness_require_inspect
@@ -137,4 +137,24 @@ out=$("$PY" "$work/op.py" creat_excl "$mnt/t/f1")
 [ "$out" = EEXIST ] || bad "an O_EXCL create of t/f1 (made before the crash) got '$out', not EEXIST"
 
 sanitizer_check "$GW_LOG" || bad "sanitizer report in the gateway's log"
+
+# The control socket of a cache_dir whose path is longer than a socket
+# address holds (108 bytes) is reached through /proc/self/fd: so must the
+# upgrading process's probe, or it takes the cache for another gateway's
+# and exits 1 ("in use").
+step "an upgrade in place with a cache_dir path of more than 108 bytes"
+long=$(harness_tmpdir long)/$(printf '%060d' 0)/$(printf '%060d' 1)
+mkdir -p "$long"
+lmnt=$(harness_tmpdir long-mnt)
+mount_gateway "$ORIGIN_URL" "$lmnt" "cache_dir=$long,supervise" || bad "mount with cache_dir=$long"
+gw_register_serving "$long"
+p=$(gw_serving "$long")
+[ -n "$p" ] || bad "cachegw-inspect does not reach the gateway of the long cache_dir"
+out=$("$CACHEGW" "$ORIGIN_URL" "$lmnt" -o "cache_dir=$long,supervise" </dev/null 2>&1)
+rc=$?
+[ $rc = 0 ] || bad "the upgrade with a ${#long}-byte cache_dir path: exit $rc: $out"
+wait_successor "$p" || bad "no process took over the mount of the long cache_dir"
+gw_register_serving "$long"
+[ "$(cat "$lmnt/t/to" 2>&1)" = moved ] || bad "the mount of the long cache_dir does not read after the upgrade"
+unmount_gateway "$lmnt" || bad "the mount of the long cache_dir did not stop cleanly"
 exit $fail
