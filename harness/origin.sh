@@ -52,7 +52,7 @@ FILL_BIG_SIZE=$((33 * 1048576 + 12345))
 FILL_MANY=many
 FILL_MANY_COUNT=300
 
-_HARNESS_PIDS=()
+_HARNESS_PIDS=()		# "PID STARTTIME": a recycled pid is not ours
 _HARNESS_MOUNTS=()
 _HARNESS_DIRS=()
 _HARNESS_ORIGINS=()
@@ -118,7 +118,10 @@ _harness_record() { # TYPE VALUE
 	printf '%s\t%s\t%s\n' "$1" "$2" "$extra" >>"$_HARNESS_TMP/.registry"
 }
 
-harness_register_pid() { _HARNESS_PIDS+=("$1"); _harness_record pid "$1"; }
+harness_register_pid() {
+	_HARNESS_PIDS+=("$1 $(pid_starttime "$1")")
+	_harness_record pid "$1"
+}
 harness_register_mount() { _HARNESS_MOUNTS+=("$1"); _harness_record mount "$1"; }
 harness_register_dir() { _HARNESS_DIRS+=("$1"); }
 
@@ -205,7 +208,9 @@ harness_cleanup() {
 	done
 	# Then processes we registered (gateways, helpers), newest first.
 	for ((i = ${#_HARNESS_PIDS[@]} - 1; i >= 0; i--)); do
-		pid_stop "${_HARNESS_PIDS[i]}" 10
+		set -- ${_HARNESS_PIDS[i]}
+		# Gone and its pid given to another process since: not ours.
+		[ "$(pid_starttime "$1")" = "${2:-}" ] && pid_stop "$1" 10
 	done
 	# Origins, then rpcbind if (and only if) we started it.
 	for ((i = ${#_HARNESS_ORIGINS[@]} - 1; i >= 0; i--)); do
