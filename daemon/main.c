@@ -429,6 +429,7 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		if (!o->foreground)
 			gw_daemon_detach(o);
 	}
+	gw_takeover_log_serving();
 	if (gw_drain_serving())
 		gw_log("cannot take signals: SIGTERM ends the gateway "
 		       "without committing");

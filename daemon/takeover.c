@@ -428,6 +428,18 @@ int gw_takeover_adopt(struct gw *gw)
 	return 0;
 }
 
+/* The line gw_takeover_log_serving writes: said once the process has
+ * detached (an upgrade's new process serves before it does), so that it
+ * lands in the log, not on the upgrading command's terminal only. */
+static char serving_line[256];
+
+void gw_takeover_log_serving(void)
+{
+	if (serving_line[0])
+		gw_log("%s", serving_line);
+	serving_line[0] = 0;
+}
+
 /* The successor serves from now: counters for the metrics and the log. */
 void gw_takeover_serving(struct gw *gw, bool successor)
 {
@@ -443,11 +455,12 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 
 		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
-		gw_log("takeover: serving the connection of pid %d (%s), "
-		       "generation %llu; clients waited %.3f s",
-		       st->previous_pid, st->last_was_crash ? "died" :
-		       "handed over", (unsigned long long)gen,
-		       (double)pause / 1e9);
+		snprintf(serving_line, sizeof(serving_line),
+			 "takeover: serving the connection of pid %d (%s), "
+			 "generation %llu; clients waited %.3f s",
+			 st->previous_pid, st->last_was_crash ? "died" :
+			 "handed over", (unsigned long long)gen,
+			 (double)pause / 1e9);
 	}
 	st->previous_pid = getpid();
 	__atomic_store_n(&st->serving_pid, getpid(), __ATOMIC_RELAXED);

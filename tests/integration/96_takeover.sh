@@ -129,6 +129,13 @@ grep -q "^# serving: pid $(serving), $((gen0 + ROUNDS * 2)) takeovers" "$work/to
 	bad "top does not say who serves: $(head -3 "$work/top")"
 gen=$(gw_metric "$cdir" takeover_generation)
 [ "$gen" = $((gen0 + ROUNDS * 2)) ] || bad "takeover_generation is $gen, not $((gen0 + ROUNDS * 2))"
+# The log (logfile=) says who took over from whom, upgrades included (the
+# new process detaches once it serves: its line must land in the log, not
+# only on the upgrading command's stderr).
+n=$(grep -c 'handed over), generation' "$work/gw.log")
+[ "$n" -ge "$ROUNDS" ] || bad "logfile= has $n lines of a successor serving after an upgrade, not $ROUNDS"
+n=$(grep -c '(died), generation' "$work/gw.log")
+[ "$n" -ge "$ROUNDS" ] || bad "logfile= has $n lines of a successor serving after a crash, not $ROUNDS"
 wait "$fio_pid"
 rc=$?
 [ $rc = 0 ] || bad "fio exit $rc: $(grep -iE 'verify|err=' "$work/fio.out" | head -5)"
