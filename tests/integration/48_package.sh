@@ -156,7 +156,8 @@ man_checks() {
 	for c in $("$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect" --help | awk '/^  [a-z]+ /{ print $1 }'); do
 		grep -q "cachegw-inspect $c" "$tmp/cachegw-inspect.8.txt" || bad "cachegw-inspect.8 does not document '$c'"
 	done
-	for o in $("$ROOT/tools/bench/cachegw-bench" --help | grep -oE -- '^  --[a-z-]+' | sort -u) reads strategies readahead writes; do
+	for o in $("$ROOT/tools/bench/cachegw-bench" --help | grep -oE -- '^  --[a-z-]+' | sort -u) \
+		$("$ROOT/tools/bench/cachegw-bench" --help | awk '/^Commands/ { c = 1; next } /^Options/ { c = 0 } c && /^  [a-z]+ / { print $1 }'); do
 		grep -q -- "$o" "$tmp/cachegw-bench.1.txt" || bad "cachegw-bench.1 does not document '$o'"
 	done
 }
