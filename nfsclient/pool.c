@@ -108,8 +108,9 @@ static int conn_mount(struct nfsc *n, struct nfsc_conn *c, int timeout_ms,
 	return 0;
 }
 
+/* c's context and eventfd, not mounted yet (conns_mount). */
 static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
-		     bool mount, char *err, size_t errlen)
+		     char *err, size_t errlen)
 {
 	int ret;
 
@@ -117,7 +118,7 @@ static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
 	c->idx = idx;
 	c->efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
-	ret = c->nfs ? 0 : conn_context(n, c, err, errlen);
+	ret = conn_context(n, c, err, errlen);
 	if (ret)
 		return ret;
 	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -126,9 +127,7 @@ static int conn_init(struct nfsc *n, struct nfsc_conn *c, unsigned idx,
 		seterr(err, errlen, "eventfd: %s", strerror(errno));
 		return ret;
 	}
-	if (!mount)
-		return 0;
-	return conn_mount(n, c, NFSC_MOUNT_TIMEOUT_MS, err, errlen);
+	return 0;
 }
 
 static int read_root_fh(struct nfsc *n, struct nfsc_fh *root, char *err,
@@ -158,14 +157,15 @@ static int read_root_fh(struct nfsc *n, struct nfsc_fh *root, char *err,
 	return 0;
 }
 
-/* The connections, each with the export mounted, made at once: each is
- * a few round trips (the mount protocol, then NFS), and with a far origin
- * one after the other cost every start (and every takeover) that many
- * times over. Connection 0 reads the root's handle as soon as it is
- * mounted. */
+/* The connections' mounts, made at once: each is a few round trips (the
+ * mount protocol, then NFS), and with a far origin one after the other
+ * cost every start (and every takeover) that many times over. Connection 0
+ * reads the root's handle as soon as it is mounted. The contexts are made
+ * before, one after the other: libnfs seeds each one's XIDs from an
+ * unlocked static and the clock, and contexts made at the same moment
+ * would send the same XIDs on different connections. */
 struct conn_start {
 	struct nfsc *n;
-	unsigned idx;
 	int ret;
 	bool root_failed;	/* conn 0: mounted, the root unreadable */
 	char err[512];
@@ -176,37 +176,40 @@ static void conn_start(void *arg, size_t i)
 	struct conn_start *s = (struct conn_start *)arg + i;
 	struct nfsc *n = s->n;
 
-	s->ret = conn_init(n, &n->conns[s->idx], s->idx, true, s->err,
-			   sizeof(s->err));
-	if (!s->ret && s->idx == 0) {
+	s->ret = conn_mount(n, &n->conns[i], NFSC_MOUNT_TIMEOUT_MS, s->err,
+			    sizeof(s->err));
+	if (!s->ret && i == 0) {
 		s->ret = read_root_fh(n, &n->root, s->err, sizeof(s->err));
 		s->root_failed = s->ret != 0;
 	}
 }
 
-/* Returns 0, or conn 0's failure (its message in err; *root_err set if
- * it is the root's handle that could not be read), else another's. */
-static int conns_init(struct nfsc *n, bool *root_err, char *err,
-		      size_t errlen)
+/* Mount every connection (each made, unmounted). 0; or connection 0's
+ * failure, its message in err (*ret0 is it, *root_err set if the mount
+ * worked and the root's handle could not be read); or, connection 0
+ * mounted, another's failure (*ret0 0). */
+static int conns_mount(struct nfsc *n, int *ret0, bool *root_err, char *err,
+		       size_t errlen)
 {
 	struct conn_start *s = calloc(n->nconn, sizeof(*s));
 	unsigned i;
 	int ret = 0;
 
+	*ret0 = 0;
+	*root_err = false;
 	if (!s) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (i = 0; i < n->nconn; i++) {
+	for (i = 0; i < n->nconn; i++)
 		s[i].n = n;
-		s[i].idx = i;
-	}
 	worker_parallel(n->nconn, n->nconn, conn_start, s);
 	for (i = 0; i < n->nconn && !ret; i++) {
 		ret = s[i].ret;
 		if (ret)
 			seterr(err, errlen, "%s", s[i].err);
 	}
+	*ret0 = s[0].ret;
 	*root_err = s[0].root_failed;
 	free(s);
 	return ret;
@@ -262,7 +265,7 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	bool root_err = false;
 	struct nfsc *n;
 	unsigned i;
-	int ret;
+	int ret, ret0;
 
 	if (strncmp(url, "nfs://", 6) != 0) {
 		seterr(err, errlen, "invalid URL '%s': expected "
@@ -298,25 +301,22 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	}
 	for (i = 0; i < n->nconn; i++)
 		n->conns[i].efd = -1;	/* for nfsc_close: not made yet */
-	/* The URL, parsed once (n->server, n->export) before the threads. */
-	ret = conn_context(n, &n->conns[0], err, errlen);
-	if (ret)
-		goto out_free;
-	ret = conns_init(n, &root_err, err, errlen);
-	if (ret && !root_err && may_start_lost(n, opts, ret)) {
-		/* Every connection is made by its thread once the origin
-		 * answers (conn_mount_later). */
+	/* Contexts (the URL parsed; n->server, n->export) and eventfds, no
+	 * I/O; then the mounts, at once. */
+	for (i = 0; i < n->nconn; i++) {
+		ret = conn_init(n, &n->conns[i], i, err, errlen);
+		if (ret)
+			goto out_free;
+	}
+	ret = conns_mount(n, &ret0, &root_err, err, errlen);
+	if (ret && ret == ret0 && !root_err && may_start_lost(n, opts, ret)) {
+		/* Connection 0 could not reach the origin: every connection
+		 * is made by its thread once it answers (conn_mount_later). */
 		fprintf(stderr, "cachegw: %s: starting without the origin "
 			"(offline=%u), from what the cache holds\n", err,
 			n->opts.offline);
-		for (i = 0; i < n->nconn; i++) {
-			if (!n->conns[i].nfs || n->conns[i].efd < 0) {
-				seterr(err, errlen, "cannot make connection "
-				       "%u to %s", i, n->server);
-				goto out_free;
-			}
+		for (i = 0; i < n->nconn; i++)
 			n->conns[i].rpc = NULL;
-		}
 		n->started_lost = true;
 		ret = 0;
 	}
