@@ -260,12 +260,8 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	if (ret == -ESTALE)
 		gw_inode_gone(gw, ino);	/* deleted at the origin */
-	if (ret == -EHOSTDOWN) {
-		ret = gw_offline_attr(gw, ino, a);	/* as last known */
-		if (!ret)
-			gw_offline_count(gw);
-		return ret;
-	}
+	if (ret == -EHOSTDOWN)
+		return gw_offline_attr(gw, ino, a);	/* as last known */
 	if (ret)
 		return ret;
 	/* A WRITE answered while the GETATTR was out is newer than it. */
@@ -436,6 +432,8 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	if (gw_offline(gw))
+		gw_offline_count(gw);	/* once, here, however answered */
 	gw_attr_to_stat(&a, nodeid, &st);
 	if (gw_silly_has(ino) && st.st_nlink > 0)
 		st.st_nlink--;	/* its hidden name is not one of its names */
