@@ -61,8 +61,6 @@ int gw_takeover_adopt(struct gw *gw);
 /* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
 int gw_takeover_resend(struct gw *gw);
 void gw_takeover_serving(struct gw *gw, bool successor);
-/* Log who took over from whom (a successor's): after the detach. */
-void gw_takeover_log_serving(void);
 /* ctl "takeover VERSION FORMAT MNT" (the old process). */
 void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
 /* The loop ended for a takeover: commit, keep the descriptor aside. */

@@ -429,7 +429,6 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		if (!o->foreground)
 			gw_daemon_detach(o);
 	}
-	gw_takeover_log_serving();
 	if (gw_drain_serving())
 		gw_log("cannot take signals: SIGTERM ends the gateway "
 		       "without committing");
@@ -534,8 +533,7 @@ static int take_over(struct gw_opts *o, int live, int fds[2])
 			o->mountpoint_real, err);
 		return EXIT_FAILURE;
 	}
-	fprintf(stderr, "cachegw: took over %s from pid %d\n",
-		o->mountpoint_real, pid);
+	gw_log("took over %s from pid %d", o->mountpoint_real, pid);
 	return 0;
 }
 
@@ -547,6 +545,8 @@ static int start(struct gw_opts *o)
 		perror("cachegw: fork");
 		return EXIT_FAILURE;
 	}
+	if (!o->foreground)
+		gw_log_keep_early();
 	/* After the fork: the process that asks is the one that serves (or
 	 * supervises); its errors still reach the terminal. */
 	live = gw_takeover_probe(o->cache_dir);

@@ -92,6 +92,8 @@ static pid_t spawn(struct gw_opts *o, const int fds[2], int *sup,
 		}
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (!o->foreground && notify_fd >= 0)
+			gw_log_keep_early();	/* its own, until it detaches */
 		_exit(gw_run(o, mine, sp[1], notify_fd));
 	}
 	close(sp[1]);

@@ -334,7 +334,9 @@ static void commit_adopted(struct gw *gw, struct adopted *ad)
 			size_t c = cap ? cap * 2 : 16;
 			void *nv = realloc(pool.c, c * sizeof(*pool.c));
 
-			if (!nv) {	/* this one now, alone */
+			if (!nv) {	/* this one now, alone (a later record
+					 * of the same file commits it again:
+					 * a COMMIT too many, nothing lost) */
 				if (commit_one(gw, ino, &r->cred, pool.verf))
 					ad->lost++;
 				else
@@ -428,18 +430,6 @@ int gw_takeover_adopt(struct gw *gw)
 	return 0;
 }
 
-/* The line gw_takeover_log_serving writes: said once the process has
- * detached (an upgrade's new process serves before it does), so that it
- * lands in the log, not on the upgrading command's terminal only. */
-static char serving_line[256];
-
-void gw_takeover_log_serving(void)
-{
-	if (serving_line[0])
-		gw_log("%s", serving_line);
-	serving_line[0] = 0;
-}
-
 /* The successor serves from now: counters for the metrics and the log. */
 void gw_takeover_serving(struct gw *gw, bool successor)
 {
@@ -455,12 +445,11 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 
 		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
-		snprintf(serving_line, sizeof(serving_line),
-			 "takeover: serving the connection of pid %d (%s), "
-			 "generation %llu; clients waited %.3f s",
-			 st->previous_pid, st->last_was_crash ? "died" :
-			 "handed over", (unsigned long long)gen,
-			 (double)pause / 1e9);
+		gw_log("takeover: serving the connection of pid %d (%s), "
+		       "generation %llu; clients waited %.3f s",
+		       st->previous_pid, st->last_was_crash ? "died" :
+		       "handed over", (unsigned long long)gen,
+		       (double)pause / 1e9);
 	}
 	st->previous_pid = getpid();
 	__atomic_store_n(&st->serving_pid, getpid(), __ATOMIC_RELAXED);

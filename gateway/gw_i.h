@@ -156,6 +156,9 @@ void gw_buf_trim(bool force);		/* unmap the recycled ones when idle */
 
 /* ---- log.c ---- */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Keep the lines said from now (afresh) until gw_log_detach, which writes
+ * them to the log too: a daemon's, said on its starter's terminal. */
+void gw_log_keep_early(void);
 /* Route stderr to syslog (or logfile) once the daemon has detached. */
 int gw_log_detach(const char *logfile);
 /* stderr to logfile (appending; kept for gw_log_reopen). 0 or -errno. */

@@ -26,6 +26,58 @@ static int log_pipe_rd = -1;
 static pthread_mutex_t log_path_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *log_path;		/* log_path_lock */
 
+/* A daemon's lines from before it detached (gw_log_keep_early): they go
+ * to the terminal of the command that started it, and again to the log
+ * once it has one (an upgrade's "serving the connection of pid N" is said
+ * before the new process detaches). */
+#define EARLY_MAX 65536
+static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool early_keep;			/* early_lock */
+static char *early;			/* early_lock */
+static size_t early_len;		/* early_lock */
+
+void gw_log_keep_early(void)
+{
+	pthread_mutex_lock(&early_lock);
+	free(early);
+	early = NULL;
+	early_len = 0;
+	early_keep = true;
+	pthread_mutex_unlock(&early_lock);
+}
+
+static void early_add(const char *line)
+{
+	/* "cachegw: " LINE "\n", and snprintf's NUL */
+	size_t n = strlen("cachegw: ") + strlen(line) + 2;
+
+	pthread_mutex_lock(&early_lock);
+	if (early_keep && early_len + n <= EARLY_MAX) {
+		char *e = realloc(early, early_len + n);
+
+		if (e) {
+			early = e;
+			early_len += (size_t)snprintf(early + early_len, n,
+						      "cachegw: %s\n", line);
+		}
+	}
+	pthread_mutex_unlock(&early_lock);
+}
+
+/* Into the log just set up: what was said before it. */
+static void early_replay(void)
+{
+	pthread_mutex_lock(&early_lock);
+	if (early_len)
+		fwrite(early, 1, early_len, stderr);
+	fflush(stderr);
+	free(early);
+	early = NULL;
+	early_len = 0;
+	early_keep = false;
+	pthread_mutex_unlock(&early_lock);
+}
+
 void gw_log(const char *fmt, ...)
 {
 	char line[1024];
@@ -35,6 +87,7 @@ void gw_log(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "cachegw: %s\n", line);
+	early_add(line);
 }
 
 static void *log_forward(void *arg)
@@ -128,10 +181,14 @@ out:
 
 int gw_log_detach(const char *logfile)
 {
-	int p[2];
+	int p[2], ret;
 
-	if (logfile)
-		return gw_log_to_file(logfile);
+	if (logfile) {
+		ret = gw_log_to_file(logfile);
+		if (!ret)
+			early_replay();
+		return ret;
+	}
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	log_pipe_rd = p[0];
@@ -144,6 +201,7 @@ int gw_log_detach(const char *logfile)
 		return -EAGAIN;
 	}
 	log_thread_running = true;
+	early_replay();
 	return 0;
 }
 
