@@ -37,11 +37,20 @@ check_csv() {
 plot=
 command -v gnuplot >/dev/null 2>&1 && plot=$work/strategies.png
 
+# bench SECS CMD ARGS...: cachegw-bench CMD ARGS --workdir --csv
+# $work/CMD.csv, its table in $work/CMD.out, its stderr in $work/CMD.err;
+# a failure (exit status other than 0) is one, with the stderr's tail.
+bench() {
+	local secs=$1 cmd=$2 rc
+	shift 2
+	timeout -k 10 "$secs" "$BENCH" "$cmd" "$@" --workdir "$work" --csv "$work/$cmd.csv" \
+		>"$work/$cmd.out" 2>"$work/$cmd.err"
+	rc=$?
+	[ $rc = 0 ] || { bad "cachegw-bench $cmd exited $rc"; tail -n 30 "$work/$cmd.err" >&2; }
+}
+
 t0=$SECONDS
-timeout -k 10 150 "$BENCH" reads --size 16M --small-files 50 --runtime 1 --rounds 2 --quiet \
-	--workdir "$work" --csv "$work/reads.csv" >"$work/reads.out" 2>"$work/reads.err"
-rc=$?
-[ $rc = 0 ] || { bad "cachegw-bench reads exited $rc"; tail -n 30 "$work/reads.err" >&2; }
+bench 150 reads --size 16M --small-files 50 --runtime 1 --rounds 2 --quiet
 grep -q '^# cachegw-bench reads ' "$work/reads.out" || bad "reads: no header line"
 grep -q '^# host .*kernel ' "$work/reads.out" || bad "reads: no kernel in the header"
 grep -q '^metric  *unit  *gateway  *baseline  *ratio' "$work/reads.out" || bad "reads: no table"
@@ -58,10 +67,7 @@ while IFS=, read -r key _ _ _ _ rs gs bs cpu n _; do
 	[ "$key" = small_files_stat_warm ] || [[ $cpu =~ $num ]] || bad "reads.csv row $key: gw_cpu_s_per_GiB '$cpu' is not a number"
 done < <(tail -n +2 "$work/reads.csv")
 
-timeout -k 10 120 "$BENCH" strategies --size 32M --rounds 1 --quiet --workdir "$work" \
-	--csv "$work/strategies.csv" ${plot:+--plot "$plot"} >"$work/strategies.out" 2>"$work/strategies.err"
-rc=$?
-[ $rc = 0 ] || { bad "cachegw-bench strategies exited $rc"; tail -n 30 "$work/strategies.err" >&2; }
+bench 120 strategies --size 32M --rounds 1 --quiet ${plot:+--plot "$plot"}
 grep -q '^strategy  *fill_MBps' "$work/strategies.out" || bad "strategies: no table"
 # The columns of strategies.csv.
 scols=strategy,fill_MBps,fill_spread,fill_vs_nfscat,fill_vs_nfscat_spread,cpu_s,gw_cpu_s_per_GiB,page_cache_MiB,rss_MiB,warm_read_MBps,warm_spread,cache_file_cached_MiB,warm_origin_MiB,rounds
@@ -84,11 +90,8 @@ fi
 # one): a row each, with numbers where numbers belong. The caches on
 # another directory (--cache-on), named in the header, gone after.
 mkdir -p "$work/other"
-CACHEGW_BENCH_SEQ_WRITE=8M timeout -k 10 120 "$BENCH" writes --write-modes 'back back-around' \
-	--write-windows 1M --rounds 2 --write-size 4M --workdir "$work" --csv "$work/writes.csv" \
-	--cache-on "$work/other" >"$work/writes.out" 2>"$work/writes.err"
-rc=$?
-[ $rc = 0 ] || { bad "cachegw-bench writes exited $rc"; tail -n 30 "$work/writes.err" >&2; }
+CACHEGW_BENCH_SEQ_WRITE=8M bench 120 writes --write-modes 'back back-around' \
+	--write-windows 1M --rounds 2 --write-size 4M --cache-on "$work/other"
 grep -q "^# cache disk $work/other " "$work/writes.out" ||
 	bad "writes --cache-on: the header does not name the cache disk: $(grep '^# cache' "$work/writes.out")"
 [ -z "$(ls -A "$work/other")" ] || bad "writes --cache-on: left in the cache dir: $(ls -A "$work/other" | head -3)"
@@ -111,10 +114,7 @@ grep -q 'bad --write-modes value bogus' "$work/bogus.err" || bad "writes --write
 # far: the origin 5 ms away through cachegw-latproxy against next door, 2
 # rounds: 12 rows (2 option sets x cold/warm/restart x tree/big) with
 # numbers, spreads, the calls by procedure; a cold big read took READs.
-timeout -k 10 120 "$BENCH" far --rtt 5ms --small-files 20 --size 1M --rounds 2 --quiet \
-	--workdir "$work" --csv "$work/far.csv" >"$work/far.out" 2>"$work/far.err"
-rc=$?
-[ $rc = 0 ] || { bad "cachegw-bench far exited $rc"; tail -n 30 "$work/far.err" >&2; }
+bench 120 far --rtt 5ms --small-files 20 --size 1M --rounds 2 --quiet
 grep -q 'far: cachegw-latproxy --rtt 5 ms' "$work/far.out" || bad "far: the header does not name the proxy"
 python3 - "$work/far.csv" >"$work/far.check" 2>&1 <<'PY' || bad "far.csv: $(head -n 5 "$work/far.check")"
 import csv, re, sys
@@ -141,10 +141,7 @@ grep -q 'bad --rtt 0' "$work/rtt.err" || bad "far --rtt 0: $(head -c 200 "$work/
 # it is 6.1).
 tk_rows="upgrade_idle upgrade_2_files crash_idle crash_2_files"
 if python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
-	timeout -k 10 120 "$BENCH" takeover --rtt 5ms --files 2 --rounds 1 --quiet \
-		--workdir "$work" --csv "$work/takeover.csv" >"$work/takeover.out" 2>"$work/takeover.err"
-	rc=$?
-	[ $rc = 0 ] || { bad "cachegw-bench takeover exited $rc"; tail -n 30 "$work/takeover.err" >&2; }
+	bench 120 takeover --rtt 5ms --files 2 --rounds 1 --quiet
 	grep -q '^# cachegw-bench takeover ' "$work/takeover.out" || bad "takeover: no header line"
 	grep -q 'far: cachegw-latproxy --rtt 5 ms' "$work/takeover.out" || bad "takeover: the header does not name the proxy"
 	grep -q '^metric  *unit  *gateway  *baseline  *ratio' "$work/takeover.out" || bad "takeover: no table"
