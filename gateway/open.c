@@ -372,106 +372,67 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 /* The writers' data committed, 16 files at a time (one round trip each:
  * the clients wait for them all); an error a writer has not been told
  * goes with its record to the successor. */
-struct handover {
-	struct gw *gw;
-	struct gw_file **f;
-	struct gw_inode **ino;
-	int *ret;
-	size_t n, cap;
-	bool nomem;
+struct handover_item {
+	struct gw_file *f;
+	struct gw_inode *ino;
+	int ret;
 };
 
-/* The inode of h, if it is a file open for writing. */
-static struct gw_inode *handover_writer(struct gw *gw, struct gw_handle *h)
-{
-	struct gw_file *f = (struct gw_file *)h;
+struct handover {
+	struct gw *gw;
+	struct handover_item *it;
+	size_t n, cap, errs;
+};
 
-	if (h->release != file_release || !f->writer)
-		return NULL;
-	return gw_inode_find(gw, f->nodeid);
+static void handover_result(struct handover *ho, struct gw_file *f, int ret)
+{
+	if (ret < 0 && gw_state) {
+		gw_state->recs[(uint32_t)f->h.id - 1].werr = -ret;
+		ho->errs++;
+	}
 }
 
 static void handover_note(struct gw *gw, struct gw_handle *h, void *arg)
 {
 	struct gw_file *f = (struct gw_file *)h;
 	struct handover *ho = arg;
-	struct gw_inode *ino = handover_writer(gw, h);
+	struct gw_inode *ino;
 
-	if (!ino)
+	if (h->release != file_release || !f->writer ||
+	    !(ino = gw_inode_find(gw, f->nodeid)))
 		return;
 	if (ho->n == ho->cap) {
 		size_t c = ho->cap ? ho->cap * 2 : 16;
-		void *nf = realloc(ho->f, c * sizeof(*ho->f));
-		void *ni = nf ? realloc(ho->ino, c * sizeof(*ho->ino)) : NULL;
-		void *nr = ni ? realloc(ho->ret, c * sizeof(*ho->ret)) : NULL;
+		void *nv = realloc(ho->it, c * sizeof(*ho->it));
 
-		if (nf)
-			ho->f = nf;
-		if (ni)
-			ho->ino = ni;
-		if (!nr) {
-			ho->nomem = true;
+		if (!nv) {	/* this one now, alone */
+			handover_result(ho, f, gw_write_flush(gw, ino, f, true));
 			return;
 		}
-		ho->ret = nr;
+		ho->it = nv;
 		ho->cap = c;
 	}
-	ho->f[ho->n] = f;
-	ho->ino[ho->n++] = ino;
-}
-
-/* One writer's, in turn (no memory for the list). */
-static void handover_one(struct gw *gw, struct gw_handle *h, void *arg)
-{
-	struct gw_inode *ino = handover_writer(gw, h);
-	size_t *errs = arg;
-	int ret;
-
-	if (!ino)
-		return;
-	ret = gw_write_flush(gw, ino, (struct gw_file *)h, true);
-	if (ret < 0 && gw_state) {
-		gw_state->recs[(uint32_t)h->id - 1].werr = -ret;
-		(*errs)++;
-	}
+	ho->it[ho->n++] = (struct handover_item){ .f = f, .ino = ino };
 }
 
 static void handover_commit(void *arg, size_t i)
 {
 	struct handover *ho = arg;
 
-	ho->ret[i] = gw_write_flush(ho->gw, ho->ino[i], ho->f[i], true);
+	ho->it[i].ret = gw_write_flush(ho->gw, ho->it[i].ino, ho->it[i].f,
+				       true);
 }
 
 size_t gw_files_handover(struct gw *gw)
 {
 	struct handover ho = { .gw = gw };
-	size_t errs = 0;
 
 	gw_handles_each(gw, handover_note, &ho);
-	if (ho.nomem) {
-		/* Not a list of them all: every one, here, in turn. */
-		ho.n = 0;
-		free(ho.f);
-		free(ho.ino);
-		free(ho.ret);
-		gw_log("takeover: out of memory: the writers' data is "
-		       "committed one file after the other");
-		gw_handles_each(gw, handover_one, &errs);
-		return errs;
-	}
 	worker_parallel(ho.n, 16, handover_commit, &ho);
-	for (size_t i = 0; i < ho.n; i++) {
-		if (ho.ret[i] < 0 && gw_state) {
-			gw_state->recs[(uint32_t)ho.f[i]->h.id - 1].werr =
-				-ho.ret[i];
-			errs++;
-		}
-	}
-	free(ho.f);
-	free(ho.ino);
-	free(ho.ret);
-	return errs;
+	for (size_t i = 0; i < ho.n; i++)
+		handover_result(&ho, ho.it[i].f, ho.it[i].ret);
+	free(ho.it);
+	return ho.errs;
 }
 
 int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,

@@ -127,25 +127,31 @@ static void waiter_queued(struct nfsc_waiter *w, int submit_ret)
 		nfsc_waiter_done(submit_ret, w);
 }
 
-/* One async call, waited for: `call` names nfsc_waiter_done and &w. */
-#define SYNC_CALL(call) do {						\
-	struct nfsc_waiter w;						\
-									\
-	nfsc_waiter_init(&w);						\
-	nfsc_waiter_add(&w);							\
-	waiter_queued(&w, call);					\
-	return nfsc_waiter_wait(&w);						\
-} while (0)
-
-/* SYNC_CALL for a change of a name: a test may hold it once the origin
- * has done it (inject.c). */
-#define SYNC_CHANGE(op, call) do {					\
+/* One async call, waited for: `call` names nfsc_waiter_done and &w; r
+ * is its answer. */
+#define SYNC_WAIT(call, r) do {						\
 	struct nfsc_waiter w;						\
 									\
 	nfsc_waiter_init(&w);						\
 	nfsc_waiter_add(&w);						\
 	waiter_queued(&w, call);					\
-	return nfsc_inject_change_hold(n, op, nfsc_waiter_wait(&w));	\
+	(r) = nfsc_waiter_wait(&w);					\
+} while (0)
+
+#define SYNC_CALL(call) do {						\
+	int r_;								\
+									\
+	SYNC_WAIT(call, r_);						\
+	return r_;							\
+} while (0)
+
+/* SYNC_CALL for a change of a name: a test may hold it once the origin
+ * has done it (inject.c). */
+#define SYNC_CHANGE(op, call) do {					\
+	int r_;								\
+									\
+	SYNC_WAIT(call, r_);						\
+	return nfsc_inject_change_hold(n, op, r_);			\
 } while (0)
 
 /* An interruptible wait for one call, and the call's answer. */
