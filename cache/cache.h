@@ -268,6 +268,12 @@ void cache_inject_error(struct cache *c, unsigned ops, int err, int count);
  * DIR and the address goes through /proc/self/fd/N/; close it after
  * bind() or connect() (it is -1 otherwise). */
 #define CACHE_CTL_NAME "control.sock"
+/* Before anything in DIR is used (its control socket): 0 if DIR is a
+ * directory a gateway may trust (owned by its user or root, writable by
+ * neither group nor others: cache_open's own check), -EPERM with the
+ * reason and the fix in err if not, -ENOENT if it is not a directory that
+ * can be opened (cache_open tells why, or makes it). */
+int cache_dir_check_trust(const char *dir, char *err, size_t errlen);
 struct sockaddr_un;
 int cache_ctl_sockaddr(const char *dir, struct sockaddr_un *sa, int *dirfd);
 

@@ -223,31 +223,31 @@ static int check_opts(const struct cache_opts *o, struct cache *c,
  * (sticky bit or not: it keeps others from removing our files, not from
  * making theirs). The directory itself may be reached through a link;
  * nothing inside it is. False with the reason and the fix in err. */
-static bool dir_trusted(struct cache *c, char *err, size_t errlen)
+static bool dir_trusted(int dirfd, const char *dir, char *err, size_t errlen)
 {
 	uid_t me = geteuid();
 	struct stat st;
 
-	if (fstat(c->dirfd, &st) < 0) {
-		seterr(err, errlen, "cache_dir %s: %s", c->dir,
+	if (fstat(dirfd, &st) < 0) {
+		seterr(err, errlen, "cache_dir %s: %s", dir,
 			      strerror(errno));
 		return false;
 	}
 	if (st.st_uid != me && st.st_uid != 0) {
 		seterr(err, errlen,
 			      "cache_dir %s: owned by uid %u, not by uid %u who runs cachegw, nor root: chown %u %s",
-			      c->dir, (unsigned)st.st_uid, (unsigned)me,
-			      (unsigned)me, c->dir);
+			      dir, (unsigned)st.st_uid, (unsigned)me,
+			      (unsigned)me, dir);
 		return false;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		seterr(err, errlen,
 			      "cache_dir %s: writable by %s (mode %04o): chmod go-w %s",
-			      c->dir,
+			      dir,
 			      (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ?
 			      "group and others" :
 			      st.st_mode & S_IWGRP ? "group" : "others",
-			      (unsigned)(st.st_mode & 07777), c->dir);
+			      (unsigned)(st.st_mode & 07777), dir);
 		return false;
 	}
 	return true;
@@ -292,7 +292,7 @@ static int open_dir(struct cache *c, char *err, size_t errlen)
 		seterr(err, errlen, "cache_dir %s: %s", c->dir, strerror(e));
 		return -e;
 	}
-	if (cache_writable(c) && !dir_trusted(c, err, errlen)) {
+	if (cache_writable(c) && !dir_trusted(c->dirfd, c->dir, err, errlen)) {
 		close(c->dirfd);
 		c->dirfd = -1;
 		return -EPERM;
@@ -526,6 +526,18 @@ void cache_close(struct cache *c)
 	pthread_cond_destroy(&c->cull_cond);
 	free(c->dir);
 	free(c);
+}
+
+int cache_dir_check_trust(const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return -ENOENT;	/* cache_open says why */
+	ok = dir_trusted(fd, dir, err, errlen);
+	close(fd);
+	return ok ? 0 : -EPERM;
 }
 
 int cache_ctl_sockaddr(const char *dir, struct sockaddr_un *sa, int *dirfd)

@@ -63,10 +63,17 @@ int gw_takeover_resend(struct gw *gw);
 void gw_takeover_serving(struct gw *gw, bool successor);
 /* ctl "takeover VERSION FORMAT MNT" (the old process). */
 void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
-/* The loop ended for a takeover: commit, keep the descriptor aside. */
-int gw_takeover_handover_begin(struct gw *gw);
+/* The loop ended for a takeover: commit, put libfuse's descriptor aside
+ * (the successor's was kept when it asked). */
+void gw_takeover_handover_begin(struct gw *gw);
 /* Everything closed: send the descriptors. */
 int gw_takeover_handover_end(struct gw *gw);
+/* The drain thread, the commits of a handover not done in drain_timeout=:
+ * send the descriptors now, the state saying the writers' data is not
+ * committed (the successor commits it as after a crash; it waits for this
+ * process to end: "fds wait"), and _exit. Returns only if the main thread
+ * has got past the commits meanwhile (it hands over itself). */
+void gw_takeover_abandon(struct gw *gw);
 /* The new process: a live gateway's control socket for cache_dir (fd), or
  * -errno (none answers). */
 int gw_takeover_probe(const char *cache_dir);

@@ -22,6 +22,11 @@
  *                       that, or at a third signal, the gateway logs what
  *                       it gives up and exits 1.
  *
+ * A takeover (takeover.c) stops the session as step 2 does, without
+ * detaching; when its commits take drain_timeout= seconds, the connection
+ * goes to the new process without them (gw_takeover_abandon), which
+ * commits them as after a crash: nothing is given up, nothing detached. 
+ *
  * Before the mount, TERM and INT do what they do by default (a start-up
  * hung on an unreachable origin is interrupted, nothing is to be saved);
  * between the mount and the session loop they are kept until it starts.
@@ -72,6 +77,8 @@ static struct {
 	int signals;			/* lock: TERM/INT received */
 	bool mounted;			/* lock: STARTING, mount made */
 	int pending;			/* lock: STARTING, signal kept */
+	bool handover_late;		/* lock: a handover's commits took
+					 * drain_timeout= (takeover.c) */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake_noop(int sig)
@@ -359,6 +366,18 @@ static void *drain_thread(void *arg)
 			       "(ENOTCONN) and committing what was written",
 			       gw_handles_count(), dr.gw->o->drain_timeout);
 			stop_session_locked();
+		} else if (dr.phase == DRAIN_COMMITTING &&
+			   passed(&dr.deadline) && !dr.handover_late &&
+			   __atomic_load_n(&dr.gw->takeover_fd,
+					   __ATOMIC_ACQUIRE) >= 0) {
+			/* A handover: its successor takes what is not
+			 * committed (it returns only if the main thread is
+			 * past the commits: then once more the time). */
+			dr.handover_late = true;
+			deadline_in(&dr.deadline, dr.gw->o->drain_timeout);
+			pthread_mutex_unlock(&dr.lock);
+			gw_takeover_abandon(dr.gw);
+			pthread_mutex_lock(&dr.lock);
 		} else if (dr.phase == DRAIN_COMMITTING &&
 			   passed(&dr.deadline)) {
 			char why[96];

@@ -153,8 +153,11 @@ static int open_origin(struct gw *gw)
 	int ret;
 
 	/* With offline=, a start while the origin cannot be reached uses
-	 * the root handle kept from the last mount of the same export. */
-	if (gw->o->offline) {
+	 * the root handle kept from the last mount of the same export; so
+	 * does every successor: clients wait for the origin (hard) or are
+	 * answered from the cache (offline=), as they would be had the
+	 * process not changed (doc/takeover.md). */
+	if (gw->o->offline || gw->successor) {
 		ret = gw_origin_root_load(gw->o->cache_dir, where,
 					  sizeof(where), &root);
 		if (ret == 0) {
@@ -239,7 +242,9 @@ static int open_cache(struct gw *gw)
 			gw_log("kept metadata (md.log): %llu bytes after a "
 			       "torn or damaged record dropped",
 			       (unsigned long long)ms.dropped_bytes);
-		if (!ms.clean)
+		/* A successor's predecessor died, the machine did not:
+		 * every record it wrote is there (remember.c). */
+		if (!ms.clean && !gw->successor)
 			gw_md_unclean(gw);
 	}
 	return 0;
@@ -260,6 +265,7 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		.fill_lock = PTHREAD_MUTEX_INITIALIZER,
 		.fill_cond = PTHREAD_COND_INITIALIZER,
 		.fs_lock = PTHREAD_MUTEX_INITIALIZER,
+		.owed_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	struct fuse_loop_config *cfg = NULL;
 	int ret = EXIT_FAILURE;
@@ -422,6 +428,11 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 			       "supervisor: a crash will not be survived");
 	}
 	gw_takeover_serving(&gw, gw.successor);
+	/* A successor serves: its supervisor counts it as started
+	 * (supervise.c: the delay after failed starts). */
+	if (gw.successor && sup_fd >= 0 &&
+	    gw_send_fds(sup_fd, "serving\n", NULL, 0))
+		gw_log("supervise: cannot tell the supervisor");
 	if (sup_fd < 0)
 		gw_pidfile_write(o);
 	if (notify_fd >= 0) {
@@ -449,14 +460,8 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 	/* Asked to hand over: the writers' data committed, the connection
 	 * kept aside for the successor, the handles only freed below. */
 	if (__atomic_load_n(&gw.takeover_fd, __ATOMIC_ACQUIRE) >= 0) {
-		if (gw_takeover_handover_begin(&gw) == 0) {
-			handed = true;
-		} else {
-			gw_log("takeover: cannot keep the connection for the "
-			       "successor");
-			close(gw.takeover_fd);
-			gw.takeover_fd = -1;
-		}
+		gw_takeover_handover_begin(&gw);
+		handed = true;
 	}
 	/* No request runs any more, the origin is still there: what the
 	 * kernel never released (an unmount drops queued RELEASEs) is
@@ -483,6 +488,9 @@ out_itable:
 	gw_reclaim_free(&gw);
 	nfsc_close(gw.nfs);
 	gw.nfs = NULL;
+	/* COMMITs still owed are cancelled now (a stop that did not wait
+	 * for them: drain.c); their inodes go next. */
+	gw_write_owed_stop(&gw);
 	if (gw.fill_started)
 		gw_fill_stop(&gw);
 	gw_itable_free(&gw);
@@ -517,13 +525,51 @@ out_cache:
 	return ret;
 }
 
-/* A live gateway serves this cache directory: ask it to hand its
- * connection over (takeover.c). 0 with fds, or the exit status. */
-static int take_over(struct gw_opts *o, int live, int fds[2])
+/* An upgrade in place: this process must reach the origin before the
+ * serving gateway is asked to stop. One that could not would serve the
+ * clients no better than the old one does (hard: they wait; offline=:
+ * answers from the cache) and could not commit what the old one hands
+ * over. One connection, closed again; the successor makes its own. */
+static int origin_check(const struct gw_opts *o, char *err, size_t len)
+{
+	struct nfsc_opts no = {
+		.nconnect = 1,
+		.rsize = o->rsize,
+		.wsize = o->wsize,
+		.timeo = o->timeo,
+		.retrans = o->retrans,
+		.soft = o->soft,
+	};
+	struct nfsc *n;
+	int ret = nfsc_open(o->source, &no, &n, err, len);
+
+	if (!ret)
+		nfsc_close(n);
+	return ret;
+}
+
+/* A live gateway serves this cache directory (its control socket
+ * answered): ask it to hand its connection over (takeover.c). 0 with
+ * fds (or fds[0] -1: it went away meanwhile, start afresh), or the exit
+ * status. */
+static int take_over(struct gw_opts *o, int fds[2])
 {
 	char err[512];
-	int pid;
+	int pid, live;
 
+	/* 1. The origin first, with nothing asked yet: the control
+	 *    thread would not wait for us (ctl.c: 2 s). */
+	if (origin_check(o, err, sizeof(err))) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on the "
+			"same cache_dir, which serves on: not taking over, this "
+			"process cannot reach the origin (%s); run the command "
+			"again once it answers\n", o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	/* 2. Ask. */
+	live = gw_takeover_probe(o->cache_dir);
+	if (live < 0)
+		return 0;
 	pid = gw_takeover_request(live, o->mountpoint_real, fds, err,
 				  sizeof(err));
 	close(live);
@@ -539,7 +585,8 @@ static int take_over(struct gw_opts *o, int live, int fds[2])
 
 static int start(struct gw_opts *o)
 {
-	int fds[2] = { -1, -1 }, notify_fd = -1, live, ret;
+	int fds[2] = { -1, -1 }, notify_fd = -1, live = -ENOENT, ret;
+	char err[512];
 
 	if (!o->foreground && daemon_start(&notify_fd) < 0) {
 		perror("cachegw: fork");
@@ -548,11 +595,25 @@ static int start(struct gw_opts *o)
 	if (!o->foreground)
 		gw_log_keep_early();
 	/* After the fork: the process that asks is the one that serves (or
-	 * supervises); its errors still reach the terminal. */
-	live = gw_takeover_probe(o->cache_dir);
-	if (live >= 0 && (ret = take_over(o, live, fds))) {
-		daemon_notify(&notify_fd, (unsigned char)ret);
-		return ret;
+	 * supervises); its errors still reach the terminal. Nothing in a
+	 * cache_dir someone else could write is used, its control socket
+	 * least of all (a process that answered there would be handed this
+	 * one's mount): the check cache_open makes, made first. */
+	ret = cache_dir_check_trust(o->cache_dir, err, sizeof(err));
+	if (ret == -EPERM) {
+		fprintf(stderr, "cachegw: %s\n", err);
+		daemon_notify(&notify_fd, EXIT_FAILURE);
+		return EXIT_FAILURE;
+	}
+	if (ret == 0)
+		live = gw_takeover_probe(o->cache_dir);
+	if (live >= 0) {
+		close(live);
+		ret = take_over(o, fds);
+		if (ret) {
+			daemon_notify(&notify_fd, (unsigned char)ret);
+			return ret;
+		}
 	}
 	if (o->supervise)
 		return gw_supervise(o, fds, notify_fd);

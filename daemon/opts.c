@@ -154,8 +154,8 @@ void gw_usage(const char *prog)
 "                       commits [30]\n"
 "  supervise            a supervising process keeps the FUSE connection and\n"
 "                       starts a successor when the serving one dies\n"
-"                       (needs Linux >= 6.9)\n"
-"  nosupervise          no supervisor [the default]\n"
+"                       [the default without -f]\n"
+"  nosupervise          no supervisor [the default with -f]\n"
 "  offline=S            origin silent S seconds: serve what the cache holds,\n"
 "                       fail what it does not (EHOSTDOWN); start without\n"
 "                       the origin from a warm cache [0: off]\n"
@@ -367,10 +367,10 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->nocto = true;
 		return 0;
 	case KEY_SUPERVISE:
-		o->supervise = true;
+		o->supervise = 1;
 		return 0;
 	case KEY_NOSUPERVISE:
-		o->supervise = false;
+		o->supervise = 0;
 		return 0;
 	case KEY_CTO:
 		o->nocto = false;
@@ -415,6 +415,7 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	o->reclaim_after = 100000;
 	o->write_window = 64u << 20;
 	o->drain_timeout = 30;
+	o->supervise = -1;
 	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
 	    pc.result) {
 		fuse_opt_free_args(&args);
@@ -435,6 +436,12 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	if (o->cache_size && o->readahead > o->cache_size / 8)
 		o->readahead = o->cache_size / 8 > 4096 ? o->cache_size / 8 :
 							   4096;
+	/* A daemon is supervised unless told not to: its crash then costs
+	 * clients a pause, not the mount (cachegw(8) UPGRADE AND CRASH).
+	 * In the foreground (a test, a debugger, a unit of Type=simple)
+	 * the process started is the one that serves. */
+	if (o->supervise < 0)
+		o->supervise = !o->foreground;
 	if (o->acregmin > o->acregmax)
 		o->acregmax = o->acregmin;
 	if (o->acdirmin > o->acdirmax)

@@ -27,12 +27,14 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -41,7 +43,6 @@
 #include "cache.h"
 #include "daemon.h"
 #include "takeover.h"
-#include "worker.h"
 
 #ifndef FUSE_NOTIFY_RESEND
 #define FUSE_NOTIFY_RESEND 7
@@ -264,59 +265,19 @@ int gw_takeover_resend(struct gw *gw)
 }
 
 struct adopted {
-	size_t files, dirs, writers, failed, committed, lost;
+	size_t files, dirs, writers, failed, owed;
 };
 
-/* After a crash: COMMIT each written file once, as one of its writers;
- * up to COMMIT_THREADS at a time (the clients wait for them all: with a
- * far origin, one after the other would cost a round trip each). */
-#define COMMIT_THREADS 16
-
-struct adopt_commit {
-	struct gw_inode *ino;
-	const struct nfsc_cred *cr;
-	uint64_t nodeid;
-	int ret;
-};
-
-struct commit_pool {
-	struct gw *gw;
-	struct adopt_commit *c;
-	size_t n;
-	uint64_t verf;
-};
-
-static void log_lost(uint64_t nodeid)
-{
-	gw_log("takeover: written data of node-id %llu may be lost (its "
-	       "COMMIT failed or the origin restarted since the dead process "
-	       "wrote it): its writers' next fsync or close reports EIO",
-	       (unsigned long long)nodeid);
-}
-
-static int commit_one(struct gw *gw, struct gw_inode *ino,
-		      const struct nfsc_cred *cr, uint64_t verf)
-{
-	int ret = gw_write_adopt_commit(gw, ino, cr, verf);
-
-	if (ret)
-		log_lost(ino->nodeid);
-	return ret;
-}
-
-static void commit_in_pool(void *arg, size_t i)
-{
-	struct commit_pool *p = arg;
-
-	p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino, p->c[i].cr,
-					    p->verf);
-}
-
-static void commit_adopted(struct gw *gw, struct adopted *ad)
+/* After a crash (or a handover whose commits did not finish): a COMMIT
+ * owed for each file the last process had open for writing, as one of its
+ * writers, checked against that process's last WRITE verifier. Made while
+ * this one serves (write_commit.c); with the origin away, once it is back.
+ * Without memory for the list, made here and now, before serving. */
+static void owe_adopted(struct gw *gw, struct adopted *ad)
 {
 	struct gw_state *st = gw_state;
-	struct commit_pool pool = { .gw = gw, .verf = st->verf };
-	size_t cap = 0;
+	struct gw_owed *v = NULL;
+	size_t n = 0, cap = 0;
 
 	for (uint32_t i = 0; i < st->slots_hwm; i++) {
 		struct gw_hrec *r = &st->recs[i];
@@ -324,42 +285,38 @@ static void commit_adopted(struct gw *gw, struct adopted *ad)
 		size_t k;
 
 		if (!r->id || r->kind != GW_HREC_FILE || !r->writer ||
-		    !gw_handle_get(r->id))
+		    !gw_handle_get(r->id) ||
+		    !(ino = gw_inode_find(gw, r->nodeid)))
 			continue;
-		for (k = 0; k < pool.n && pool.c[k].nodeid != r->nodeid; k++)
+		for (k = 0; k < n && v[k].ino != ino; k++)
 			;
-		if (k < pool.n || !(ino = gw_inode_find(gw, r->nodeid)))
+		if (k < n)
 			continue;
-		if (pool.n == cap) {
+		if (n == cap) {
 			size_t c = cap ? cap * 2 : 16;
-			void *nv = realloc(pool.c, c * sizeof(*pool.c));
+			void *nv = realloc(v, c * sizeof(*v));
 
 			if (!nv) {	/* this one now, alone (a later record
 					 * of the same file commits it again:
 					 * a COMMIT too many, nothing lost) */
-				if (commit_one(gw, ino, &r->cred, pool.verf))
-					ad->lost++;
-				else
-					ad->committed++;
+				if (gw_write_adopt_commit(gw, ino, &r->cred,
+							  st->verf))
+					gw_log("takeover: written data of "
+					       "node-id %llu may be lost: its "
+					       "writers' next fsync or close "
+					       "reports EIO",
+					       (unsigned long long)r->nodeid);
 				continue;
 			}
-			pool.c = nv;
+			v = nv;
 			cap = c;
 		}
-		pool.c[pool.n++] = (struct adopt_commit){
-			.ino = ino, .cr = &r->cred, .nodeid = r->nodeid,
+		v[n++] = (struct gw_owed){
+			.ino = ino, .cred = r->cred, .verf = st->verf,
 		};
 	}
-	worker_parallel(pool.n, COMMIT_THREADS, commit_in_pool, &pool);
-	for (size_t k = 0; k < pool.n; k++) {
-		if (pool.c[k].ret == 0) {
-			ad->committed++;
-			continue;
-		}
-		ad->lost++;
-		log_lost(pool.c[k].nodeid);
-	}
-	free(pool.c);
+	ad->owed = n;
+	gw_write_owed_start(gw, v, n);
 }
 
 int gw_takeover_adopt(struct gw *gw)
@@ -420,13 +377,13 @@ int gw_takeover_adopt(struct gw *gw)
 	if (ret)
 		return ret;
 	if (crashed)
-		commit_adopted(gw, &ad);
+		owe_adopted(gw, &ad);
 	gw_log("takeover: %zu open files (%zu writing) and %zu directories "
 	       "adopted%s%s", ad.files, ad.writers, ad.dirs,
 	       ad.failed ? ", some could not be" : "",
-	       crashed ? (ad.lost ? "; after a crash, some written data may "
-			  "be lost (logged above)" : "; after a crash, what "
-			  "the dead process had written is committed") : "");
+	       crashed && ad.owed ? "; what the last process wrote is "
+	       "COMMITted while this one serves (with the origin away, once "
+	       "it is back)" : "");
 	return 0;
 }
 
@@ -508,23 +465,43 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: another takeover is under way\n");
 		return;
 	}
+	/* The connection for the successor, kept now: the drain thread
+	 * may have to send it while the main thread is still committing
+	 * (gw_takeover_abandon). gw_drain_takeover's lock orders this store
+	 * before anything the drain thread does for the takeover. */
+	gw->handover_fuse_fd = dup(fuse_session_fd(gw->se));
+	if (gw->handover_fuse_fd < 0) {
+		fprintf(out, "refused: %s\n", strerror(errno));
+		goto undo;
+	}
 	gw_state->stopped_ns = mono_ns();
 	if (gw_drain_takeover()) {
-		__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
-		close(mine);
+		close(gw->handover_fuse_fd);
+		gw->handover_fuse_fd = -1;
 		fprintf(out, "refused: the gateway is stopping\n");
-		return;
+		goto undo;
 	}
 	gw_log("takeover: asked by a new process; stopping to hand the "
 	       "connection over");
 	fprintf(out, "ok %d\n", getpid());
+	return;
+undo:
+	__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
+	close(mine);
 }
 
-int gw_takeover_handover_begin(struct gw *gw)
+void gw_takeover_handover_begin(struct gw *gw)
 {
 	size_t errs = gw_files_handover(gw);
-	int p[2];
+	int p[2], expect = 0;
 
+	/* Too late: the drain thread has handed the connection over without
+	 * these commits (gw_takeover_abandon) and is ending the process. */
+	if (!__atomic_compare_exchange_n(&gw->handover_phase, &expect, 1,
+					 false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		for (;;)
+			pause();
 	if (errs)
 		gw_log("takeover: %zu writers have a write error to be told "
 		       "by the successor", errs);
@@ -533,9 +510,6 @@ int gw_takeover_handover_begin(struct gw *gw)
 	gw_state->handed_over = 1;
 	gw_state->last_was_crash = 0;
 	gw_state->previous_pid = getpid();
-	gw->handover_fuse_fd = dup(fuse_session_fd(gw->se));
-	if (gw->handover_fuse_fd < 0)
-		return -errno;
 	/* libfuse closes its descriptor at the end, and unmounts unless it
 	 * polls POLLERR, as an ended connection does: a pipe with no reader
 	 * in its place, as drain.c does. */
@@ -544,7 +518,6 @@ int gw_takeover_handover_begin(struct gw *gw)
 		dup2(p[1], fuse_session_fd(gw->se));
 		close(p[1]);
 	}
-	return 0;
 }
 
 int gw_takeover_handover_end(struct gw *gw)
@@ -566,8 +539,48 @@ int gw_takeover_handover_end(struct gw *gw)
 	close(gw->handover_fuse_fd);
 	gw->handover_fuse_fd = -1;
 	close(gw->takeover_fd);
-	gw->takeover_fd = -1;
+	__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
 	return ret;
+}
+
+void gw_takeover_abandon(struct gw *gw)
+{
+	int fds[2] = { gw->handover_fuse_fd, state_fd }, expect = 0;
+	struct gw_state *st = gw_state;
+	struct ucred uc = { 0 };
+	socklen_t ul = sizeof(uc);
+	int ret;
+
+	if (!__atomic_compare_exchange_n(&gw->handover_phase, &expect, 2,
+					 false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;		/* the main thread is past its commits */
+	/* As after a crash: the successor COMMITs every writer's file and
+	 * checks the verifier; what a commit that did finish recorded in a
+	 * writer's record is told as well. Nothing of this process's runs
+	 * after the send but _exit. */
+	st->handed_over = 0;
+	st->last_was_crash = 0;
+	st->previous_pid = getpid();
+	getsockopt(gw->takeover_fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul);
+	ret = gw_send_fds(gw->takeover_fd, "fds wait\n", fds, 2);
+	if (ret)
+		gw_log("takeover: the commits of the handover did not finish in "
+		       "%u s (drain_timeout=), and the connection cannot be "
+		       "handed to pid %d either: %s; exiting", gw->o->drain_timeout,
+		       uc.pid, strerror(-ret));
+	else
+		gw_log("takeover: the commits of the handover did not finish in "
+		       "%u s (drain_timeout=; is the origin answering?): handed "
+		       "the connection to pid %d without them, which COMMITs "
+		       "what this process wrote as after a crash; exiting",
+		       gw->o->drain_timeout, uc.pid);
+	/* The supervisor must not start a successor of its own. */
+	if (!ret && gw->sup_fd >= 0 &&
+	    gw_send_fds(gw->sup_fd, "handed\n", NULL, 0))
+		gw_log("supervise: cannot tell the supervisor");
+	fflush(stderr);
+	_exit(ret ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
 /* ---- the new process ---- */
@@ -595,13 +608,30 @@ int gw_takeover_probe(const char *cache_dir)
 	return ret;
 }
 
+/* Until process pid has ended (its descriptors closed), at most 60 s. */
+static void wait_gone(int pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+		while (poll(&p, 1, 60000) < 0 && errno == EINTR)
+			;
+		close(pfd);
+		return;
+	}
+	for (int i = 0; i < 6000 && kill(pid, 0) == 0; i++)
+		usleep(10000);
+}
+
 int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 			size_t len)
 {
 	char line[512], msg[16];
 	size_t got = 0;
 	ssize_t n;
-	int nfds = 2;
+	int nfds = 2, pid;
 	FILE *f;
 
 	f = fdopen(dup(fd), "w");
@@ -634,7 +664,8 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 		return -EPERM;
 	}
 	n = gw_recv_fds(fd, msg, sizeof(msg), fds, &nfds);
-	if (n <= 0 || nfds != 2 || strcmp(msg, "fds\n")) {
+	if (n <= 0 || nfds != 2 ||
+	    (strcmp(msg, "fds\n") && strcmp(msg, "fds wait\n"))) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		snprintf(err, len, "the serving gateway (pid %s) stopped "
@@ -642,26 +673,43 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 			 line + 3);
 		return -EIO;
 	}
-	return atoi(line + 3);
+	pid = atoi(line + 3);
+	/* Handed over with its commits unfinished (gw_takeover_abandon):
+	 * it still holds the cache, until it is gone. */
+	if (!strcmp(msg, "fds wait\n"))
+		wait_gone(pid);
+	return pid;
 }
 
 /* ---- pidfile= ---- */
 
 void gw_pidfile_write(const struct gw_opts *o)
 {
-	char tmp[PATH_MAX];
-	FILE *f;
+	char tmp[PATH_MAX], line[24];
+	bool ok;
+	int fd, n;
 
 	if (!o->pidfile)
 		return;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d", o->pidfile,
-			     getpid()) >= sizeof(tmp) ||
-	    !(f = fopen(tmp, "w"))) {
+	/* A name of its own in the pidfile's directory (mkostemp: O_EXCL,
+	 * so a link someone put there in advance is never followed: the
+	 * pid, say "PIDFILE.1234", would be theirs to guess), then renamed
+	 * over it: readers see the old pid or the new, never half. */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", o->pidfile) >=
+	    sizeof(tmp)) {
+		gw_log("pidfile '%s': %s", o->pidfile, strerror(ENAMETOOLONG));
+		return;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
 		gw_log("pidfile '%s': %s", o->pidfile, strerror(errno));
 		return;
 	}
-	fprintf(f, "%d\n", getpid());
-	if (fclose(f) || rename(tmp, o->pidfile)) {
+	n = snprintf(line, sizeof(line), "%d\n", getpid());
+	ok = fchmod(fd, 0644) == 0 && write(fd, line, (size_t)n) == n;
+	if (close(fd) < 0)
+		ok = false;
+	if (!ok || rename(tmp, o->pidfile) < 0) {
 		gw_log("pidfile '%s': %s", o->pidfile, strerror(errno));
 		unlink(tmp);
 	}

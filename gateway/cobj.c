@@ -128,6 +128,43 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 	return 0;
 }
 
+int gw_cache_attach_stored(struct gw *gw, struct gw_inode *ino,
+			   uint64_t *fileid)
+{
+	struct cache_obj_info info;
+	struct nfsc_attr a;
+	struct gw_coh c;
+	char name[CACHE_NAME_LEN + 1];
+	struct gw_key k;
+	size_t klen;
+	int ret;
+
+	if (!gw->cache)
+		return -ENOENT;
+	klen = make_key(gw, &ino->fh, &k);
+	ret = cache_obj_name(&k, klen, name, sizeof(name));
+	if (!ret)
+		ret = cache_obj_info(gw->cache, name, &info);
+	if (ret)
+		return ret;
+	if (info.damaged || info.cohlen != sizeof(c) ||
+	    info.keylen != klen || memcmp(info.key, &k, klen))
+		return -ENOENT;
+	memcpy(&c, info.coh, sizeof(c));
+	/* The version the object holds, as the attributes gw_cache_attach
+	 * makes the same blob of. */
+	memset(&a, 0, sizeof(a));
+	a.type = NFSC_REG;
+	a.size = c.size;
+	a.fileid = c.fileid;
+	a.mtime.tv_sec = c.mtime_s;
+	a.mtime.tv_nsec = c.mtime_ns;
+	a.ctime.tv_sec = c.ctime_s;
+	a.ctime.tv_nsec = c.ctime_ns;
+	*fileid = c.fileid;
+	return gw_cache_attach(gw, ino, &a);
+}
+
 int gw_cache_check(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a)
 {
@@ -156,8 +193,8 @@ void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 	struct cache_obj *obj = gw_inode_obj(ino);
 	struct gw_coh c;
 
-	(void)gw;
 	(void)size_changed;	/* cache_obj_set_coh trims to the new size */
+	gw_md_note_changed(gw, ino);
 	if (!obj)
 		return;
 	make_coh(a, &c);
@@ -179,6 +216,7 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 	struct gw_coh c;
 	int ret = 0;
 
+	gw_md_note_changed(gw, ino);
 	if (!obj)
 		return;
 	/* Parallel WRITEs of one file are answered in any order. One

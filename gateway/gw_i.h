@@ -41,6 +41,8 @@
  *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
  *      across cache_obj_set_coh and the own write's cache_write_ref
  *      (the cache's locks only).
+ *   1c. gw->owed_lock (write_commit.c: COMMITs a successor owes); the
+ *      owed thread claims an inode's commit round under it.
  *   2. ino->lock. Held across cache_present(), cache_obj_grab() and the
  *      other quick cache calls (the cache's o->lock, then c->lock, then
  *      c->sq_lock: cache/cache_i.h); waits on ino->fetch_cond. Never held
@@ -98,7 +100,9 @@ struct gw_opts {
 	bool soft;
 	unsigned acregmin, acregmax, acdirmin, acdirmax;	/* seconds */
 	bool nocto;
-	bool supervise;			/* supervise: a crash is survived */
+	int supervise;			/* supervise: a crash is survived;
+					 * parsed: 1, 0 (nosupervise), -1
+					 * (neither: then !foreground) */
 	bool writeback;			/* FUSE_CAP_WRITEBACK_CACHE */
 	/* cache */
 	uint64_t cache_size;		/* bytes, 0 = no cap */
@@ -276,6 +280,12 @@ struct gw_inode {
 	unsigned access_next;
 	struct gw_silly *silly;		/* hidden name it was unlinked to
 					 * while open (silly.c), lock */
+	bool md_changed;		/* an own change was marked in md.log
+					 * this run (gw_md_note_changed),
+					 * atomic */
+	struct gw_owed *owed;		/* a successor's COMMIT owed for what
+					 * the dead process wrote
+					 * (write_commit.c), gw->owed_lock */
 };
 
 struct gw_itable {
@@ -317,7 +327,8 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
-void gw_inode_invalidate_attr(struct gw_inode *ino);
+/* Changed through the gateway: ask the origin next time. */
+void gw_inode_invalidate_attr(struct gw *gw, struct gw_inode *ino);
 void gw_inode_set_attr_if_newer(struct gw_inode *ino,
 				const struct nfsc_attr *attr);
 /* Attributes from a reply to a call sent when the inode's attr_gen was
@@ -579,6 +590,20 @@ void gw_write_adopt_err(struct gw_inode *ino, struct gw_file *f, int err);
  * recorded for the writers (errseq). */
 int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
 			  const struct nfsc_cred *cr, uint64_t want_verf);
+/* Those COMMITs, owed rather than made before serving (write_commit.c):
+ * one per inode, made by a thread of their own, or by the file's next
+ * flush, fsync or release if it comes first (which then waits for it:
+ * no writer is told its data is stable before it is). */
+struct gw_owed {
+	struct gw_inode *ino;		/* gw->owed_lock; NULL once done */
+	struct nfsc_cred cred;		/* one of its writers' */
+	uint64_t verf;			/* the dead process's last WRITE's */
+};
+/* Before serving: take v (n entries, malloc'd, each inode once) and start
+ * the thread. */
+int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n);
+/* After the last release, before the inodes go: join it, free v. */
+void gw_write_owed_stop(struct gw *gw);
 /* The credentials of the files open for writing on ino other than cr,
  * each once, oldest open first, into out; at most GW_CRED_TRIES. */
 #define GW_CRED_TRIES 8
@@ -637,6 +662,10 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino);
 /* An ACCESS answer just got from the origin (a copy of its slot). */
 void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 		       const struct gw_access *s);
+/* ino is changed through the gateway (a write, a setattr, a name made
+ * or removed in it): what is kept of its attributes is older (written
+ * once per inode and run; a successor after a crash reads it). */
+void gw_md_note_changed(struct gw *gw, struct gw_inode *ino);
 /* The origin called nodeid's handle stale. */
 void gw_md_forget(struct gw *gw, uint64_t nodeid);
 /* The origin said name in dir is child (a LOOKUP or READDIRPLUS). */
@@ -719,6 +748,11 @@ struct cache_obj *gw_inode_obj(struct gw_inode *ino);
  * to the origin). */
 int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_attr *a);
+/* A successor that cannot reach the origin, for a file it adopted open:
+ * the object for the version the cache holds (the dead process kept it
+ * current: opens, own writes), and its fileid. -ENOENT: none. */
+int gw_cache_attach_stored(struct gw *gw, struct gw_inode *ino,
+			   uint64_t *fileid);
 /* gw_cache_attach for an inode that may not be open (GETATTR): checks the
  * object only if one is attached, never attaches one. An object is
  * attached only by an open (whose count is already up), so a closed file
@@ -939,6 +973,16 @@ struct gw {
 	struct gw_hist origin_read_lat;	/* each origin READ of a fetch */
 	struct gw_hist cache_read_lat;	/* each cache_read that hit */
 	uint64_t exit_commit_errors;	/* COMMITs failed at exit (atomic) */
+	/* COMMITs owed after a crash (write_commit.c) */
+	pthread_mutex_t owed_lock;	/* before ino->lock (lock order 1c) */
+	struct gw_owed *owed;		/* set at start; entries owed_lock */
+	size_t nowed;			/* set at start */
+	size_t owed_left, owed_lost;	/* owed_lock */
+	pthread_t owed_thread;		/* main thread only */
+	bool owed_started;		/* main thread only */
+	/* the handover (takeover.c): whether the main thread (1) or the
+	 * drain thread (2, its commits unfinished) hands over; atomic */
+	int handover_phase;
 };
 
 #endif

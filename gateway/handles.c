@@ -16,6 +16,8 @@
 #include "takeover.h"
 
 struct gw_state *gw_state;
+int gw_state_verf_held;
+uint64_t gw_state_verf_seen;
 
 /* What the kernel holds (fi->fh) is an identifier, not a pointer: the
  * low 32 bits a slot of the table below plus one, the high 32 a

@@ -442,13 +442,14 @@ void gw_inode_set_attr_if_newer(struct gw_inode *ino,
 	pthread_mutex_unlock(&ino->lock);
 }
 
-void gw_inode_invalidate_attr(struct gw_inode *ino)
+void gw_inode_invalidate_attr(struct gw *gw, struct gw_inode *ino)
 {
 	GW_ASSERT_NOT_HELD(&ino->lock);
 	pthread_mutex_lock(&ino->lock);
 	ino->attr_valid = false;
 	ino->attr_dropped = true;
 	pthread_mutex_unlock(&ino->lock);
+	gw_md_note_changed(gw, ino);
 }
 
 static double elapsed_since(const struct timespec *t)

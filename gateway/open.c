@@ -484,9 +484,43 @@ static void adopted_answer(int status, void *priv)
 
 #define ADOPT_IN_FLIGHT 64
 
+/* The origin could not be reached at the start: each file's cache object
+ * for the version the cache holds (the last process kept it current), or
+ * else for its kept attributes (as an open while the origin is lost
+ * takes: offline.c), so that reads of what the cache holds are served as
+ * they were before; the inode's attributes stay unknown (the next GETATTR
+ * or open asks the origin, or what is kept with offline=). */
+static void adopted_attach_kept(struct gw *gw, struct gw_adopted_file *v,
+				size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct gw_inode *ino = v[k].ino;
+		struct nfsc_attr a;
+		uint64_t fileid;
+
+		if (gw_cache_attach_stored(gw, ino, &fileid) >= 0) {
+			gw_silly_adopt(gw, ino, fileid);
+			continue;
+		}
+		if (gw_offline_attr(gw, ino, &a))
+			continue;
+		gw_silly_adopt(gw, ino, a.fileid);
+		if (gw->cache && gw_cache_attach(gw, ino, &a) < 0)
+			gw_log("cache: cannot hold file %llu, reading from the "
+			       "origin", (unsigned long long)a.fileid);
+	}
+}
+
 void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
 			     size_t n)
 {
+	struct nfsc_origin_stat os;
+
+	nfsc_origin_stat(gw->nfs, &os);
+	if (os.started_lost) {
+		adopted_attach_kept(gw, v, n);
+		return;
+	}
 	for (size_t i = 0; i < n; i += ADOPT_IN_FLIGHT) {
 		size_t end = i + ADOPT_IN_FLIGHT < n ? i + ADOPT_IN_FLIGHT : n;
 		struct nfsc_waiter w;

@@ -24,12 +24,9 @@
 #endif
 
 /* A directory's entries or mtime changed by us: ask the origin next time. */
-static void dir_changed(struct gw_inode *dir)
+static void dir_changed(struct gw *gw, struct gw_inode *dir)
 {
-	pthread_mutex_lock(&dir->lock);
-	dir->attr_valid = false;
-	dir->attr_dropped = true;
-	pthread_mutex_unlock(&dir->lock);
+	gw_inode_invalidate_attr(gw, dir);
 }
 
 /* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
@@ -45,7 +42,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	bool has_attr = c->has_attr;
 	int ret = 0;
 
-	dir_changed(parent);
+	dir_changed(gw, parent);
 	if (!c->has_fh)
 		ret = nfsc_lookup(gw->nfs, cr, &parent->fh, name, &c->fh,
 				  &c->attr, &has_attr);
@@ -307,7 +304,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 						 name))
 		ret = 0;
 	if (!ret) {
-		dir_changed(p);
+		dir_changed(gw, p);
 		gw_md_unname(gw, p, name);
 	}
 	fuse_reply_err(req, -ret);
@@ -370,10 +367,10 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 						 name))
 		ret = 0;
 	if (!ret) {
-		dir_changed(p);
+		dir_changed(gw, p);
 		gw_md_unname(gw, p, name);
 		if (v)
-			gw_inode_invalidate_attr(v);
+			gw_inode_invalidate_attr(gw, v);
 	}
 	fuse_reply_err(req, -ret);
 	gw_intent_end(slot);
@@ -442,12 +439,12 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret && silly)
 		gw_silly_undo(gw, np, newname, v);
 	if (!ret) {
-		dir_changed(p);
-		dir_changed(np);
+		dir_changed(gw, p);
+		dir_changed(gw, np);
 		gw_md_unname(gw, p, name);
 		gw_md_unname(gw, np, newname);
 		if (v)
-			gw_inode_invalidate_attr(v);
+			gw_inode_invalidate_attr(gw, v);
 		/* A rename changes the moved file's ctime too. */
 		moved = victim_get(gw, &cr, np, newname, &ma);
 		if (moved) {
@@ -580,7 +577,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 			fuse_reply_err(req, -ret);
 			return;
 		}
-		gw_inode_invalidate_attr(ino);
+		gw_inode_invalidate_attr(gw, ino);
 		gw_attr_to_stat(&post.attr, nodeid, &out);
 		fuse_reply_attr(req, &out, 0);
 		return;

@@ -36,7 +36,11 @@
  * After a stop that was not clean (a crash, SIGKILL, a damaged md.log)
  * the last records of the run before may be missing, so a name removed
  * or attributes changed through the gateway could come back as they were:
- * only the ACCESS answers are kept then (gw_md_unclean).
+ * only the ACCESS answers are kept then (gw_md_unclean). Not for a
+ * successor (takeover.h): the process died, the machine did not, and every
+ * record it wrote is in the file (each is written at once); attributes it
+ * changed itself were marked so as they changed (gw_md_note_changed: once
+ * per inode and run), and are unknown to the successor, not old.
  *
  * What is written: every ACCESS answer the origin gave (remember() in
  * access.c); names when they differ from the last ones written or when
@@ -314,6 +318,19 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 			   sizeof(m));
 }
 
+void gw_md_note_changed(struct gw *gw, struct gw_inode *ino)
+{
+	/* Once per inode and run: what is kept of its attributes is older
+	 * than this change from now on. Kept again, new, when the inode is
+	 * freed (gw_md_keep_inode); in between, a successor after a crash
+	 * finds it unknown rather than as it was. */
+	if (!gw->md || __atomic_load_n(&ino->md_changed, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&ino->md_changed, true, __ATOMIC_RELAXED))
+		return;
+	(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0, gw_md_now_ns(),
+			   NULL, 0);
+}
+
 void gw_md_forget(struct gw *gw, uint64_t nodeid)
 {
 	if (gw->md)
@@ -393,6 +410,15 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	if (!offline && (age < 0 || age >= dir_ttl(gw, dir) ||
 			 r.fetched_ns >= gw->md_epoch))
 		return -ENOENT;
+	/* The search right below is asked of a directory only when the
+	 * gateway knows it is one (access.c: LOOKUP, not EXECUTE): a
+	 * successor's directory whose attributes were not kept (in use
+	 * when its predecessor died) is asked at the origin. */
+	pthread_mutex_lock(&dir->lock);
+	ret = dir->attr_valid ? 0 : -ENOENT;
+	pthread_mutex_unlock(&dir->lock);
+	if (ret && !offline)
+		return ret;
 	memcpy(&child, r.blob, 8);
 	/* The origin would refuse a LOOKUP in a directory the caller may
 	 * not search: so does a kept name. */

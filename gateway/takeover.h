@@ -85,6 +85,14 @@ struct gw_state {
  * recorded). Set at start, before any request. */
 extern struct gw_state *gw_state;
 
+/* A successor that still owes COMMITs for what the dead process wrote
+ * (write_commit.c) keeps that process's verifier in the state, for its
+ * own successor to check them against should it die too; the verifiers
+ * its own WRITEs see meanwhile go to verf_seen, and into the state once
+ * the last owed COMMIT is done. Both atomic (handles.c). */
+extern int gw_state_verf_held;
+extern uint64_t gw_state_verf_seen;
+
 /* Note the verifier of a WRITE the origin answered (write.c). */
 static inline void gw_state_note_verf(const uint8_t verf[8])
 {
@@ -94,6 +102,12 @@ static inline void gw_state_note_verf(const uint8_t verf[8])
 	if (!st)
 		return;
 	__builtin_memcpy(&v, verf, 8);
+	if (__atomic_load_n(&gw_state_verf_held, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&gw_state_verf_seen, __ATOMIC_RELAXED) != v)
+			__atomic_store_n(&gw_state_verf_seen, v,
+					 __ATOMIC_RELAXED);
+		return;
+	}
 	/* Stored only when it changes (an origin restart): no cache line
 	 * bounced between writers otherwise. */
 	if (__atomic_load_n(&st->verf, __ATOMIC_RELAXED) != v)

@@ -169,7 +169,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 				   (uint64_t)off);
 	} else {
 		gw_cache_drop(gw, ino);
-		gw_inode_invalidate_attr(ino);
+		gw_inode_invalidate_attr(gw, ino);
 	}
 	/* Listed before the reply: a flush that follows it must see it. */
 	pthread_mutex_lock(&ino->lock);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cache.h"
+#include "takeover.h"
+#include "worker.h"
 #include "write_i.h"
 
 /* ---- committing ----
@@ -129,6 +131,143 @@ out:
 	return ret;
 }
 
+/* ---- COMMITs a successor owes (takeover.h) ----
+ *
+ * After a crash the successor COMMITs, as one of its writers, every file
+ * the dead process had open for writing, and compares the verifier with
+ * the dead process's last WRITE's: what it had acknowledged unstable is
+ * then stable, or its writers are told (EIO). Each COMMIT is one round of
+ * its inode (committing): made by whichever comes first, a thread of
+ * their own started at adoption or a flush, fsync or release of the file;
+ * the successor serves meanwhile, and with the origin away they wait for
+ * it (hard and offline= alike) without holding anything else up.
+ *
+ * Lifetime: an owed entry names its inode until its COMMIT is done; until
+ * then its file is open (it was adopted as a writer), and the release
+ * that closes it flushes first, so it waits for a round the thread owns.
+ * The thread claims the round under owed_lock, while the entry still
+ * names the inode. */
+
+static void owed_done_locked(struct gw *gw, struct gw_owed *o, int ret)
+{
+	GW_ASSERT_HELD(&gw->owed_lock);
+	o->ino->owed = NULL;
+	o->ino = NULL;
+	if (ret)
+		gw->owed_lost++;
+	if (--gw->owed_left == 0) {
+		/* The dead process's verifier is no longer needed: the
+		 * origin's last one is the mount's again (takeover.h). */
+		uint64_t v = __atomic_load_n(&gw_state_verf_seen,
+					     __ATOMIC_RELAXED);
+
+		__atomic_store_n(&gw_state_verf_held, 0, __ATOMIC_RELEASE);
+		if (v && gw_state)
+			__atomic_store_n(&gw_state->verf, v, __ATOMIC_RELAXED);
+		gw_log("takeover: the %zu COMMITs owed for what the last "
+		       "process wrote are done%s", gw->nowed,
+		       gw->owed_lost ? "; some data may be lost (logged "
+		       "above)" : ": it is stable at the origin");
+	}
+}
+
+static int owed_run(struct gw *gw, struct gw_owed *o, struct gw_inode *ino)
+{
+	int ret = gw_write_adopt_commit(gw, ino, &o->cred, o->verf);
+
+	if (ret)
+		gw_log("takeover: written data of node-id %llu may be lost "
+		       "(its COMMIT failed or the origin restarted since the "
+		       "dead process wrote it): its writers' next fsync or "
+		       "close reports EIO", (unsigned long long)ino->nodeid);
+	pthread_mutex_lock(&gw->owed_lock);
+	owed_done_locked(gw, o, ret);
+	pthread_mutex_unlock(&gw->owed_lock);
+	return ret;
+}
+
+/* The round's owner: the COMMIT ino owes, if any. */
+static void owed_commit(struct gw *gw, struct gw_inode *ino)
+{
+	struct gw_owed *o;
+
+	if (!gw->owed)
+		return;
+	pthread_mutex_lock(&gw->owed_lock);
+	o = ino->owed;
+	pthread_mutex_unlock(&gw->owed_lock);
+	if (o)
+		owed_run(gw, o, ino);
+}
+
+static void owed_one(void *arg, size_t i)
+{
+	struct gw *gw = arg;
+	struct gw_owed *o = &gw->owed[i];
+	struct gw_inode *ino;
+	bool mine = false;
+
+	pthread_mutex_lock(&gw->owed_lock);
+	ino = o->ino;
+	if (ino) {
+		pthread_mutex_lock(&ino->lock);
+		/* A round running now does it (it looks first thing). */
+		if (!ino->committing)
+			mine = ino->committing = true;
+		pthread_mutex_unlock(&ino->lock);
+	}
+	pthread_mutex_unlock(&gw->owed_lock);
+	if (!mine)
+		return;
+	owed_run(gw, o, ino);
+	round_end(ino);
+}
+
+static void *owed_thread(void *arg)
+{
+	struct gw *gw = arg;
+
+	/* 16 at a time, as the old process commits at a handover: with a
+	 * far origin one after the other would cost a round trip each. */
+	worker_parallel(gw->nowed, 16, owed_one, gw);
+	return NULL;
+}
+
+int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
+{
+	int ret;
+
+	if (!n) {
+		free(v);
+		return 0;
+	}
+	pthread_mutex_lock(&gw->owed_lock);
+	gw->owed = v;
+	gw->nowed = gw->owed_left = n;
+	for (size_t i = 0; i < n; i++)
+		v[i].ino->owed = &v[i];
+	pthread_mutex_unlock(&gw->owed_lock);
+	/* Until they are done the state keeps the dead process's verifier
+	 * for a successor of this one (takeover.h). */
+	__atomic_store_n(&gw_state_verf_held, 1, __ATOMIC_RELEASE);
+	ret = pthread_create(&gw->owed_thread, NULL, owed_thread, gw);
+	if (ret) {
+		owed_thread(gw);	/* here, then */
+		return 0;
+	}
+	gw->owed_started = true;
+	return 0;
+}
+
+void gw_write_owed_stop(struct gw *gw)
+{
+	if (gw->owed_started)
+		pthread_join(gw->owed_thread, NULL);
+	gw->owed_started = false;
+	free(gw->owed);
+	gw->owed = NULL;
+}
+
 /* COMMIT what the inode has uncommitted; resend what the origin lost.
  * Returns only once every extent listed at the call is stable, or with the
  * error that kept one from being so. */
@@ -140,8 +279,11 @@ int wr_commit_inode(struct gw *gw, struct gw_inode *ino)
 	uint64_t gen;
 	int ret;
 
-	/* 1. Wait for the round in flight; own the next. */
+	/* 1. Wait for the round in flight; own the next. A COMMIT this
+	 *    process owes for what a dead one wrote goes first (its error
+	 *    is recorded for the writers, as a WRITE's would be). */
 	round_begin(ino);
+	owed_commit(gw, ino);
 	/* 2. This round covers the newest extent listed now and all older;
 	 *    writes answered from here on are pushed in front of it. */
 	pthread_mutex_lock(&ino->lock);

@@ -73,14 +73,17 @@ struct nfsc_opts {
 	unsigned offline;		/* seconds without an answer after which
 					 * the origin is lost (origin.c); 0:
 					 * never */
-	const struct nfsc_fh *known_root; /* with offline: the export's root
-					 * handle as last known, and where */
-	const char *known_where;	/* from ("SERVER:EXPORT"); if the
-					 * origin cannot be reached and the
-					 * URL names that export, nfsc_open
-					 * succeeds lost and each connection
-					 * is made by its thread when the
-					 * origin answers */
+	const struct nfsc_fh *known_root; /* the export's root handle as
+					 * last known, and where */
+	const char *known_where;	/* from ("SERVER:EXPORT"); if given,
+					 * the origin cannot be reached and
+					 * the URL names that export,
+					 * nfsc_open succeeds started_lost and
+					 * each connection is made by its
+					 * thread when the origin answers;
+					 * calls wait for it meanwhile (with
+					 * offline, the origin is lost from
+					 * the start) */
 };
 
 struct nfsc_fsinfo {

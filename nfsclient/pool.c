@@ -243,15 +243,15 @@ static void set_io_sizes(struct nfsc *n, struct nfsc_conn *c)
 	__atomic_store_n(&n->wsize, ws, __ATOMIC_RELAXED);
 }
 
-/* The origin cannot be reached now: with offline= and a root handle kept
- * for this export, start without it (each connection is made by its
- * thread once the origin answers). */
+/* The origin cannot be reached now: given a root handle kept for this
+ * export (offline=, or a successor), start without it (each connection is
+ * made by its thread once the origin answers). */
 static bool may_start_lost(struct nfsc *n, const struct nfsc_opts *opts,
 			   int ret)
 {
 	char where[NFSC_NAME_MAX * 2 + 8];
 
-	if (!opts->offline || !opts->known_root || !opts->known_where ||
+	if (!opts->known_root || !opts->known_where ||
 	    (ret != -ECONNREFUSED && ret != -EHOSTUNREACH &&
 	     ret != -ETIMEDOUT) || !n->server)
 		return false;
@@ -312,9 +312,14 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	if (ret && ret == ret0 && !root_err && may_start_lost(n, opts, ret)) {
 		/* Connection 0 could not reach the origin: every connection
 		 * is made by its thread once it answers (conn_mount_later). */
-		fprintf(stderr, "cachegw: %s: starting without the origin "
-			"(offline=%u), from what the cache holds\n", err,
-			n->opts.offline);
+		if (n->opts.offline)
+			fprintf(stderr, "cachegw: %s: starting without the "
+				"origin (offline=%u), from what the cache "
+				"holds\n", err, n->opts.offline);
+		else
+			fprintf(stderr, "cachegw: %s: starting without the "
+				"origin; calls to it wait until it answers\n",
+				err);
 		for (i = 0; i < n->nconn; i++)
 			n->conns[i].rpc = NULL;
 		n->started_lost = true;
