@@ -151,7 +151,7 @@ void gw_usage(const char *prog)
 "  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
 "                       in the background]\n"
 "  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
-"                       commits [30]\n"
+"                       commits; a handover's commits [30]\n"
 "  supervise            a supervising process keeps the FUSE connection and\n"
 "                       starts a successor when the serving one dies\n"
 "                       [the default without -f]\n"

@@ -212,8 +212,10 @@ static void owed_one(void *arg, size_t i)
 	if (ino) {
 		pthread_mutex_lock(&ino->lock);
 		/* A round running now does it (it looks first thing). */
-		if (!ino->committing)
-			mine = ino->committing = true;
+		if (!ino->committing) {
+			ino->committing = true;
+			mine = true;
+		}
 		pthread_mutex_unlock(&ino->lock);
 	}
 	pthread_mutex_unlock(&gw->owed_lock);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Install: `meson install --destdir` puts the binaries, the bench's parts, the unit and the man pages in place (each man page clean under `man --warnings`, every gateway option and inspect/bench command documented); the .deb built from a copy of the tree installs, an /etc/fstab line of type fuse.cachegw mounts the origin with `mount -a` (mount.fuse3 runs the packaged gateway), which serves the origin's bytes; the installed inspect and bench work; unmount and purge leave no process and no file; /etc/fstab is restored byte for byte.
+# Install: `meson install --destdir` puts the binaries, the bench's parts, the unit and the man pages in place (each man page clean under `man --warnings`, every gateway option and inspect/bench command documented); the .deb built from a copy of the tree installs, an /etc/fstab line of type fuse.cachegw mounts the origin with `mount -a` (mount.fuse3 runs the packaged gateway, supervised: two processes, the serving one the supervisor's child), which serves the origin's bytes; the installed inspect and bench work; unmount and purge leave no process and no file; /etc/fstab is restored byte for byte.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 for b in dpkg-buildpackage dh apt-get dpkg-query meson jq man systemd-analyze findmnt flock mount.fuse3 fio; do
@@ -270,12 +270,19 @@ fi
 harness_register_mount "$MNT"
 is_mounted "$MNT" || { bad "nothing mounted at $MNT"; cat "$glog" >&2 2>/dev/null; exit 1; }
 [ "$(findmnt -n -o FSTYPE -M "$MNT")" = fuse.cachegw ] || bad "$MNT is $(findmnt -n -o FSTYPE -M "$MNT"), not fuse.cachegw"
+# A daemon is supervised by default: the supervisor, and the serving
+# process its child.
 gw=$(pkg_pids)
-[ "$(echo "$gw" | wc -w)" = 1 ] || bad "want one packaged gateway process, found: '$gw'"
+[ "$(echo "$gw" | wc -w)" = 2 ] || bad "want two packaged gateway processes (a supervisor and the serving one), found: '$gw'"
 for p in $gw; do
 	harness_register_pid "$p"
 	[ "$(readlink "/proc/$p/exe")" = /usr/bin/cachegw ] || bad "the gateway runs $(readlink "/proc/$p/exe")"
 done
+set -- $gw
+if [ $# = 2 ]; then
+	pp1=$(awk '{ print $4 }' "/proc/$1/stat") pp2=$(awk '{ print $4 }' "/proc/$2/stat")
+	[ "$pp1" = "$2" ] || [ "$pp2" = "$1" ] || bad "neither gateway process is the other's parent ($1: $pp1, $2: $pp2)"
+fi
 
 # The origin's bytes through the mount.
 diff -r "$data" "$MNT" >"$tmp/diff" 2>&1 || { bad "the mount differs from the origin"; head "$tmp/diff" >&2; }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A cache_dir others could write is refused (mode 0777 empty, 0775 and 1777 holding a cache, owned by uid 1000) with the reason and the chmod/chown that fixes it, exit != 0, nothing mounted, nothing written; links inside it are not followed: lock, nodes.log and objects/ made symlinks to files and a directory outside are refused by name and the outside ones stay byte for byte as they were; the harness's own cache dirs still mount.
+# A cache_dir others could write is refused (mode 0777 empty, 0775 and 1777 holding a cache, owned by uid 1000) with the reason and the chmod/chown that fixes it, exit != 0, nothing mounted, nothing written, and a control socket in a foreign one not connected to; links inside it are not followed: lock, nodes.log and objects/ made symlinks to files and a directory outside are refused by name and the outside ones stay byte for byte as they were; the harness's own cache dirs still mount; pidfile= in a directory others can write follows no link planted at a temporary name.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 
@@ -70,6 +70,29 @@ refused "cache owned by uid 1000" "cache_dir $c: owned by uid 1000, not by uid $
 [ "$(snapshot "$c")" = "$before" ] || bad "cache owned by uid 1000: the cache was changed"
 chown 0 "$c"
 
+# 3b. A foreign cache_dir holding a control socket that answers: refused
+# before anything in it is used; its socket sees no connection (a process
+# there could otherwise answer a takeover request and be handed the mount).
+f=$(harness_tmpdir foreign)
+chown 1000 "$f"
+"$PY" - "$f/control.sock" "$work/conns" <<-'PY' &
+	import os, socket, sys
+	s = socket.socket(socket.AF_UNIX)
+	s.bind(sys.argv[1])
+	s.listen(8)
+	while True:
+	    c, _ = s.accept()
+	    with open(sys.argv[2], "a") as f:
+	        f.write("connection\n")
+	    c.close()
+PY
+lpid=$!
+harness_register_pid "$lpid"
+for _ in $(seq 50); do [ -S "$f/control.sock" ] && break; sleep 0.1; done
+refused "foreign cache_dir with a control socket" "cache_dir $f: owned by uid 1000, not by uid $(id -u) who runs cachegw, nor root: chown $(id -u) $f\$" "$f"
+[ ! -s "$work/conns" ] || bad "foreign cache_dir: the gateway connected to its control socket ($(wc -l <"$work/conns") times)"
+pid_stop "$lpid" 2
+
 # 4. lock is a symlink to a file outside: refused, the file untouched.
 printf 'precious\n' >"$work/outside"
 chmod 0644 "$work/outside"
@@ -103,5 +126,28 @@ mv "$work/objects.orig" "$c/objects"
 
 # 7. Put back as it was, the cache mounts again.
 mounts "cache restored" "$c"
+
+# 8. pidfile= in a directory others can write (mode 1777): a link put
+# there at a name the gateway might give its temporary file (the pidfile's
+# name and a pid: the next few thousand pids) is not followed; the pidfile
+# is a file of its own holding the gateway's pid.
+pd=$(harness_tmpdir piddir)
+chmod 1777 "$pd"
+printf 'precious\n' >"$work/victim"
+want=$(sum "$work/victim")
+last=$(cat /proc/sys/kernel/ns_last_pid)
+"$PY" -c 'import os, sys
+for p in range(int(sys.argv[1]) + 1, int(sys.argv[1]) + 4000):
+    os.symlink(sys.argv[2], "%s.%d" % (sys.argv[3], p))' "$last" "$work/victim" "$pd/gw.pid"
+if mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$c,pidfile=$pd/gw.pid"; then
+	[ "$(sum "$work/victim")" = "$want" ] || bad "pidfile=: a link at a temporary name was followed: $(cat "$work/victim")"
+	[ -f "$pd/gw.pid" ] && [ ! -L "$pd/gw.pid" ] || bad "pidfile=: $pd/gw.pid is not a file of its own ($(ls -l "$pd/gw.pid"))"
+	[ "$(cat "$pd/gw.pid" 2>/dev/null)" = "$GW_PID" ] || bad "pidfile=: holds '$(cat "$pd/gw.pid" 2>/dev/null)', not $GW_PID"
+	[ "$GW_PID" -gt "$last" ] && [ "$GW_PID" -lt $((last + 4000)) ] ||
+		echo "  pidfile=: the gateway's pid $GW_PID was not among the links made (from $last): the link was not tested" >&2
+	unmount_gateway "$mnt" || bad "pidfile=: unmount (log: $GW_LOG)"
+else
+	bad "pidfile=: mount failed: $(tail -n 3 "$GW_LOG")"
+fi
 
 exit $fail
