@@ -117,8 +117,11 @@ for m in A B; do
 	if [ $m = A ]; then mnt=$mntA opts=$optsA c=$cA; else mnt=$mntB opts=$optsB c=$cB; fi
 	step "$m: the start command again"
 	p=$(gw_serving "$c")
-	out=$(timeout 60 "$CACHEGW" "$URL" "$mnt" -o "$opts" </dev/null 2>&1)
+	# Into a file, not $(...): a process that took the mount over
+	# anyway would hold a pipe open as long as it serves.
+	timeout 60 "$CACHEGW" "$URL" "$mnt" -o "$opts" </dev/null >"$work/upgrade.out" 2>&1 4<&-
 	rc=$?
+	out=$(cat "$work/upgrade.out")
 	[ $rc != 0 ] && [ $rc != 124 ] || bad "$m: an upgrade without the origin: exit $rc ($out)"
 	[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && case $out in *"cannot reach the origin"*) true ;; *) false ;; esac ||
 		bad "$m: an upgrade without the origin does not say why in one line: $out"
@@ -199,8 +202,9 @@ rm -f "$work/go"
 writer_start wC "$mntC/w/wC" 2000000
 writer_said wC wrote || bad "C: the writer did not write ($(cat "$work/wC.out"))"
 p=$(gw_serving "$cC")
-out=$(timeout 60 "$CACHEGW" "$URL" "$mntC" -o "${optsC/drain_timeout=2,/}" </dev/null 2>&1)
+timeout 60 "$CACHEGW" "$URL" "$mntC" -o "${optsC/drain_timeout=2,/}" </dev/null >"$work/upgrade.out" 2>&1
 rc=$?
+out=$(cat "$work/upgrade.out")
 [ $rc = 0 ] || bad "C: the upgrade while the COMMIT hangs: exit $rc ($out)"
 wait_successor "$cC" "$p" || bad "C: no successor"
 is_mounted "$mntC" || bad "C: the mount is gone"
