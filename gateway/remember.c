@@ -320,12 +320,16 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 
 void gw_md_note_changed(struct gw *gw, struct gw_inode *ino)
 {
+	struct nodes_md_rec r;
+
 	/* Once per inode and run: what is kept of its attributes is older
 	 * than this change from now on. Kept again, new, when the inode is
 	 * freed (gw_md_keep_inode); in between, a successor after a crash
-	 * finds it unknown rather than as it was. */
+	 * finds it unknown rather than as it was. Nothing kept (a file made
+	 * in this run, most often): nothing to write. */
 	if (!gw->md || __atomic_load_n(&ino->md_changed, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&ino->md_changed, true, __ATOMIC_RELAXED))
+	    __atomic_exchange_n(&ino->md_changed, true, __ATOMIC_RELAXED) ||
+	    nodes_md_get_one(gw->md, ino->nodeid, MD_ATTR, 0, &r) || !r.len)
 		return;
 	(void)nodes_md_put(gw->md, ino->nodeid, MD_ATTR, 0, gw_md_now_ns(),
 			   NULL, 0);
