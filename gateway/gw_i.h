@@ -794,11 +794,28 @@ bool gw_silly_is(struct gw_inode *ino, const struct gw_inode *dir,
 bool gw_silly_has(struct gw_inode *ino);
 
 /* ---- handlekey.c: unguessable handles ---- */
-/* Read cache_dir/handle-key, or make it with cutover high (the node-id
- * table's high-water mark): 0 or -errno. */
+#define GW_HANDLE_KEY_LEN 16
+/* What cache_dir/handle-key says: the generation rule of each node-id. */
+struct gw_handle_key {
+	uint8_t key[GW_HANDLE_KEY_LEN];	/* node-ids from cutover on:
+					 * gw_handle_gen under it */
+	uint64_t cutover;
+	uint64_t old_seed;		/* [old_cutover, cutover): XXH3-64
+					 * seeded with it (older files) */
+	uint64_t old_cutover;		/* below: the table's generation */
+};
+/* Read cache_dir/handle-key into gw->hkey, or make it with cutover high
+ * (the node-id table's high-water mark); an older file is rewritten,
+ * keeping every node-id below high on its generation; logs how many live
+ * node-ids (gw->nodes, if set) keep guessable ones. 0 or -errno. */
 int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high);
-/* The FUSE generation of nodeid: the table's below the cutover (handles of
- * older gateways stay valid), a keyed hash of the node-id from it on. */
+/* The generation of nodeid under key: the low 32 bits of SipHash-2-4 of
+ * the node-id (8 bytes, little-endian), never 0. A function of the two
+ * alone: every gateway holding key gives nodeid the same. */
+uint32_t gw_handle_gen(const uint8_t key[GW_HANDLE_KEY_LEN], uint64_t nodeid);
+/* The FUSE generation of nodeid, by gw->hkey's rules: gw_handle_gen from
+ * the cutover on, older rules below it (handles already given out stay
+ * valid). */
 uint32_t gw_node_generation(const struct gw *gw, uint64_t nodeid);
 
 /* ---- hist.c: latency histograms (atomic; common/lathist.h) ---- */
@@ -825,12 +842,10 @@ struct gw {
 	struct nodes *nodes;	/* persistent node-id table; set at
 					 * start; thread-safe */
 	uint32_t generation;		/* the node-id table's generation:
-					 * node-ids below handle_cutover
+					 * node-ids below hkey.old_cutover
 					 * keep it; set at start */
-	uint64_t handle_key;		/* secret of the other node-ids'
-					 * generations (handlekey.c); set
-					 * at start */
-	uint64_t handle_cutover;	/* set at start */
+	struct gw_handle_key hkey;	/* the other node-ids' generations
+					 * (handlekey.c); set at start */
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
 	bool successor;			/* serves a connection another process

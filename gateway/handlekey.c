@@ -6,18 +6,36 @@
  * could make the handle of any file the gateway has seen, and with
  * no_subtree_check read it without search permission on its directories.
  * As a local filesystem gives each inode a random generation, the gateway
- * gives each node-id a generation of its own: a keyed hash (XXH3-64 seeded
- * with a 64-bit secret) of the node-id. The secret lives in
- * cache_dir/handle-key, made at the first start with it, with the node-id
- * table's high-water mark at that moment: node-ids below it keep the
- * table's one generation, so handles given out by an older gateway stay
- * valid.
+ * gives each node-id a generation of its own: the low 32 bits of
+ * SipHash-2-4 (a keyed pseudo-random function: common/siphash.h) of the
+ * node-id under a 128-bit key, so the generations a client reads in its
+ * own handles tell it nothing about the others'. It is a function of the
+ * key and the node-id alone (gw_handle_gen): gateways that share the key
+ * give every node-id the same generation.
  *
- * handle-key: 32 bytes, "CGWHKEY1", the secret (u64, little-endian), the
- * cutover node-id (u64), and XXH3-64 of the 24 bytes before it. A file
- * that does not check (damaged) is made anew with the current high-water
- * mark: handles of files first seen between the two cutovers then answer
- * ESTALE (logged).
+ * The key lives in cache_dir/handle-key with the node-id table's
+ * high-water mark at the moment it was made (the cutover). Node-ids below
+ * it were handed out under older rules and keep their generations, so
+ * that no handle a client holds goes stale:
+ *   [old_cutover, cutover)  the low 32 bits of XXH3-64 of the node-id
+ *                           seeded with a 64-bit secret (a "CGWHKEY1"
+ *                           file): XXH3 is no keyed PRF, and on 8 bytes
+ *                           it runs backwards, so three handles and a
+ *                           2^32 search give a client the secret;
+ *   below old_cutover       the table's one generation (before any
+ *                           handle-key): one handle gives it away.
+ * A start logs how many live node-ids keep such generations; a fresh
+ * cache_dir has none.
+ *
+ * handle-key (little-endian), 56 bytes: "CGWHKEY2", the key (16 bytes),
+ * cutover, old seed, old_cutover (u64 each), XXH3-64 of the 48 bytes
+ * before it. A "CGWHKEY1" file (32 bytes: magic, seed, cutover, XXH3-64
+ * of the 24 before) is rewritten as a "CGWHKEY2" one with a new key and
+ * the current high-water mark as cutover, its seed and cutover kept as
+ * the old ones. A file that does not check (damaged) is made anew with
+ * the current high-water mark: handles of files first seen since the
+ * first handle-key was made then answer ESTALE (logged). Files are
+ * written to handle-key.tmp, fsync'd and renamed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +47,13 @@
 #include <xxhash.h>
 
 #include "gw_i.h"
+#include "siphash.h"
 
 #define KEY_FILE "handle-key"
-#define KEY_MAGIC "CGWHKEY1"
-#define KEY_LEN 32
+#define KEY1_MAGIC "CGWHKEY1"
+#define KEY1_LEN 32
+#define KEY2_MAGIC "CGWHKEY2"
+#define KEY2_LEN 56
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -49,19 +70,22 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static int make_key(const char *path, const char *dir, uint64_t cutover,
-		    uint64_t *key)
+/* A new key for hk (its cutovers set), written to path durably. */
+static int make_key(const char *path, const char *dir,
+		    struct gw_handle_key *hk)
 {
-	uint8_t b[KEY_LEN];
+	uint8_t b[KEY2_LEN];
 	char tmp[PATH_MAX];
 	int fd, dfd, ret = 0;
 
-	if (getrandom(key, sizeof(*key), 0) != sizeof(*key))
+	if (getrandom(hk->key, sizeof(hk->key), 0) != sizeof(hk->key))
 		return -EIO;
-	memcpy(b, KEY_MAGIC, 8);
-	put64(b + 8, *key);
-	put64(b + 16, cutover);
-	put64(b + 24, XXH3_64bits(b, 24));
+	memcpy(b, KEY2_MAGIC, 8);
+	memcpy(b + 8, hk->key, GW_HANDLE_KEY_LEN);
+	put64(b + 24, hk->cutover);
+	put64(b + 32, hk->old_seed);
+	put64(b + 40, hk->old_cutover);
+	put64(b + 48, XXH3_64bits(b, 48));
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	unlink(tmp);
@@ -69,7 +93,7 @@ static int make_key(const char *path, const char *dir, uint64_t cutover,
 		  0600);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, b, KEY_LEN) != KEY_LEN || fsync(fd) < 0)
+	if (write(fd, b, KEY2_LEN) != KEY2_LEN || fsync(fd) < 0)
 		ret = errno ? -errno : -EIO;
 	close(fd);
 	if (!ret && rename(tmp, path) < 0)
@@ -86,10 +110,37 @@ static int make_key(const char *path, const char *dir, uint64_t cutover,
 	return 0;
 }
 
+/* Say how many live node-ids keep a generation of the older rules. */
+static void log_old(struct gw *gw)
+{
+	const struct gw_handle_key *hk = &gw->hkey;
+	struct nodes_ent e[64];
+	uint64_t cur = 0, table = 0, xxh = 0;
+	size_t n;
+
+	if (!gw->nodes || hk->cutover <= NODES_ROOT_ID + 1)
+		return;
+	while ((n = nodes_list(gw->nodes, &cur, e, 64)))
+		for (size_t i = 0; i < n; i++) {
+			if (e[i].id < hk->old_cutover)
+				table++;
+			else if (e[i].id < hk->cutover)
+				xxh++;
+		}
+	if (table + xxh)
+		gw_log("handle-key: %llu node-ids handed out before it was "
+		       "made keep generations a client can compute from "
+		       "handles it holds (%llu the table's one, %llu of the "
+		       "older hash); a new cache_dir has none",
+		       (unsigned long long)(table + xxh),
+		       (unsigned long long)table, (unsigned long long)xxh);
+}
+
 int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high)
 {
+	struct gw_handle_key *hk = &gw->hkey;
 	char path[PATH_MAX];
-	uint8_t b[KEY_LEN + 1];
+	uint8_t b[KEY2_LEN + 1];
 	ssize_t n = -1;
 	int fd, ret;
 
@@ -103,28 +154,56 @@ int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high)
 	} else if (errno != ENOENT) {
 		return -errno;	/* a link (ELOOP), unreadable: refuse */
 	}
-	if (n == KEY_LEN && !memcmp(b, KEY_MAGIC, 8) &&
-	    get64(b + 24) == XXH3_64bits(b, 24)) {
-		gw->handle_key = get64(b + 8);
-		gw->handle_cutover = get64(b + 16);
+	if (n == KEY2_LEN && !memcmp(b, KEY2_MAGIC, 8) &&
+	    get64(b + 48) == XXH3_64bits(b, 48)) {
+		memcpy(hk->key, b + 8, GW_HANDLE_KEY_LEN);
+		hk->cutover = get64(b + 24);
+		hk->old_seed = get64(b + 32);
+		hk->old_cutover = get64(b + 40);
+		log_old(gw);
 		return 0;
 	}
-	if (fd >= 0)
-		gw_log("%s: damaged: made anew; handles of files first seen "
-		       "since it was made answer ESTALE", path);
-	ret = make_key(path, dir, high, &gw->handle_key);
+	if (n == KEY1_LEN && !memcmp(b, KEY1_MAGIC, 8) &&
+	    get64(b + 24) == XXH3_64bits(b, 24)) {
+		/* Everything handed out so far keeps its generation. */
+		hk->old_seed = get64(b + 8);
+		hk->old_cutover = get64(b + 16);
+		hk->cutover = high > hk->old_cutover ? high : hk->old_cutover;
+	} else {
+		if (fd >= 0)
+			gw_log("%s: damaged: made anew; handles of files first "
+			       "seen since the first handle-key was made "
+			       "answer ESTALE", path);
+		hk->old_seed = 0;
+		hk->old_cutover = hk->cutover = high;
+	}
+	ret = make_key(path, dir, hk);
 	if (!ret)
-		gw->handle_cutover = high;
+		log_old(gw);
 	return ret;
+}
+
+uint32_t gw_handle_gen(const uint8_t key[GW_HANDLE_KEY_LEN], uint64_t nodeid)
+{
+	uint8_t m[8];
+	uint32_t g;
+
+	put64(m, nodeid);
+	g = (uint32_t)siphash24(key, m, sizeof(m));
+	return g ? g : 1;
 }
 
 uint32_t gw_node_generation(const struct gw *gw, uint64_t nodeid)
 {
+	const struct gw_handle_key *hk = &gw->hkey;
 	uint32_t g;
 
-	if (nodeid < gw->handle_cutover || nodeid == FUSE_ROOT_ID)
+	if (nodeid == FUSE_ROOT_ID || nodeid < hk->old_cutover)
 		return gw->generation;
+	if (nodeid >= hk->cutover)
+		return gw_handle_gen(hk->key, nodeid);
+	/* As the CGWHKEY1 gateway gave it: the node-id's bytes in memory. */
 	g = (uint32_t)XXH3_64bits_withSeed(&nodeid, sizeof(nodeid),
-					   gw->handle_key);
+					   hk->old_seed);
 	return g ? g : 1;
 }
