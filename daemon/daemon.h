@@ -10,6 +10,10 @@
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
  * origin_root.c: the export's root handle kept for offline starts.
+ * takeover.c: one connection served by one process after another: an
+ *             upgrade in place, a successor's start (doc/takeover.md).
+ * supervise.c: -o supervise: a supervisor that keeps the connection and
+ *             starts a successor when the serving process dies.
  */
 #ifndef CACHEGW_DAEMON_H
 #define CACHEGW_DAEMON_H

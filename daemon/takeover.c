@@ -1,5 +1,5 @@
 /* takeover.c - one FUSE connection, served by one process after another
- * (issue 22; doc/takeover.md; the state they share: gateway/takeover.h).
+ * (doc/takeover.md; the state they share: gateway/takeover.h).
  *
  * Upgrade in place: `cachegw SOURCE MOUNTPOINT -o cache_dir=DIR,...` finds
  * DIR's control socket answering and asks `takeover VERSION FORMAT MNT`.

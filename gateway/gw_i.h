@@ -2,31 +2,40 @@
  * This header is its whole interface: the process around it (daemon/)
  * includes it; gateway/ never includes daemon/'s (test 52).
  *
- * inode.c: inode table, FUSE node-id <-> origin file handle, attributes.
- * ops.c:   the operations table, INIT, credentials, LOOKUP, GETATTR,
- *          READLINK, FORGET, STATFS, interruptible operations.
- * ops_ns.c: namespace operations and setattr.
+ * inode.c:   inode table, FUSE node-id <-> origin file handle, attributes.
+ * ops.c:     the operations table, INIT, credentials, LOOKUP, GETATTR,
+ *            READLINK, FORGET, STATFS, interruptible operations.
+ * ops_ns.c:  namespace operations and setattr.
  * listing.c: directories (snapshots, readdir(plus)).
- * open.c:  files: open, release, flush, fsync, the read/write entries.
- * access.c: ACCESS checks and their cache.
- * read.c:  the read request: cache hits, waiting for fetches, replies.
- * fetch.c: fetches (origin READs of whole blocks) from start to free.
- * fill.c:  the fill thread (completed fetches into the cache).
- * readahead.c: readahead (rawindow.c: the window's policy).
- * write.c: a FUSE WRITE (write_i.h: write_window.c the window,
- *          write_send.c WRITEs as whoever may, write_commit.c COMMITs).
- * bdi.c:   the mount as the kernel sees it (mountinfo, readahead, dirty
- *          limits).
- * cobj.c:  an inode's cache object (key, coherency blob, own changes).
- * buf.c:   shared data buffers.
- * hist.c:  latency histograms for the metrics.
- * silly.c: files unlinked while open: hidden names (silly-rename).
+ * open.c:    files: open, release, flush, fsync, the read/write entries.
+ * access.c:  ACCESS checks and their cache.
+ * read.c:    the read request: cache hits, waiting for fetches, replies.
+ * fetch.c:   fetches (origin READs of whole blocks) from start to free.
+ * fill.c:    the fill thread (completed fetches into the cache).
+ * readahead.c: readahead: how far ahead of a sequential reader to fetch.
+ * rawindow.c: a reader's readahead window (its policy, free of FUSE).
+ * write.c:   a FUSE WRITE: its extents and its reply (write_i.h: what
+ *            the write path's files share).
+ * write_window.c: the write window: bytes of WRITE in flight.
+ * write_send.c: WRITEs to the origin, as whoever may send them.
+ * write_commit.c: COMMITs, resends after a verifier change, flush.
+ * write_extents.c: extents written and not committed, what a COMMIT's
+ *            verifier shows lost (free of FUSE and the origin).
+ * bdi.c:     the mount as the kernel sees it (mountinfo, readahead, dirty
+ *            limits).
+ * cobj.c:    an inode's cache object (key, coherency blob, own changes).
+ * buf.c:     shared data buffers.
+ * hist.c:    latency histograms for the metrics.
+ * silly.c:   files unlinked while open: hidden names (silly-rename).
  * handles.c: open files and directories, for those never released.
- * log.c:   logging (stderr in the foreground, syslog as a daemon).
- * groups.c: a caller's supplementary groups (/proc or the user database).
+ * log.c:     logging (stderr in the foreground, syslog as a daemon).
+ * groups.c:  a caller's supplementary groups (/proc or the user database).
  * handlekey.c: unguessable re-export handles.
  * reclaim.c: node-ids of files gone at the origin given back.
  * remember.c: attributes and ACCESS answers kept across a restart.
+ * offline.c: what is answered while the origin is lost (offline=).
+ * intent.c:  changes a dead process made, answered as done to its
+ *            successor (takeover.h: the state a successor inherits).
  * The process (daemon/daemon.h): main, options, signals and the stop,
  * the control socket, the metrics endpoint.
  *
@@ -402,7 +411,7 @@ void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
  * handles never released; returns how many. */
 size_t gw_handles_release(struct gw *gw);
 size_t gw_handles_count(void);		/* open files and directories */
-/* A successor's (issue 22, takeover.h): */
+/* A successor's (takeover.h): */
 /* Record h for a successor (gw_state->recs), before the open's reply. */
 void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
 		       const struct nfsc_cred *cred, bool writer);

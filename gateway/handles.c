@@ -19,8 +19,8 @@ struct gw_state *gw_state;
 
 /* What the kernel holds (fi->fh) is an identifier, not a pointer: the
  * low 32 bits a slot of the table below plus one, the high 32 a
- * generation, so that a process that takes the connection over (issue
- * 22, doc/takeover.md) can resolve the handles the kernel has, and an
+ * generation, so that a process that takes the connection over
+ * (doc/takeover.md) can resolve the handles the kernel has, and an
  * identifier given back is never another handle's. Slots sit in pages
  * made on demand and kept until exit: a lookup (every READ and WRITE)
  * reads two pointers without a lock; the kernel sends nothing for a

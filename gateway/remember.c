@@ -1,5 +1,5 @@
-/* remember.c - what the gateway knew of its files, across a restart
- * (issue 20, item 3): the origin's attributes and ACCESS answers of each
+/* remember.c - what the gateway knew of its files, across a restart:
+ * the origin's attributes and ACCESS answers of each
  * node-id, with the wall-clock time they were fetched, kept in the cache
  * directory (nodes/md.c: md.log, checksummed records).
  *

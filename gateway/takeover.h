@@ -1,5 +1,5 @@
 /* takeover.h - what a process needs to serve a FUSE connection another
- * one made (issue 22, doc/takeover.md): the state shared with a successor.
+ * one made (doc/takeover.md): the state shared with a successor.
  *
  * One memfd per mount, made by the process that mounted, passed with the
  * /dev/fuse descriptor to every successor (SCM_RIGHTS on an upgrade, kept

@@ -3,6 +3,8 @@
  * pool.c:  connections, mount, service threads, submission queues.
  * calls.c: one request type per NFSv3 procedure: argument building, reply
  *          decoding (every reply passes nfsc_reply), nfsstat3 -> errno.
+ * calls_write.c: the same for the procedures that change the origin
+ *          (SETATTR, WRITE, COMMIT, CREATE ... RENAME).
  * sync.c:  sync helpers made from the async calls plus a stack waiter.
  * origin.c: the origin lost and back (offline=): probes, fail-fast.
  * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
