@@ -1,5 +1,5 @@
 #!/bin/bash
-# The rooms stay apart (issue 23, item 2): each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, nfsc_i.h, read_i.h). Shown to fail on a doctored include.
+# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, nfsc_i.h, read_i.h); and every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, gateway/, daemon/ is named in its folder's map header, and each name there is a file). Shown to fail on a doctored include, a .c file no map names and a map naming a file that is gone.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,4 +43,18 @@ cp "$top/gateway/bdi.c" "$copy/gateway/bdi.c"
 sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "cache_i.h"/' "$copy/gateway/fill.c"
 out=$(run_checks "$copy" 2>&1) && bad "gateway/ including cache_i.h passed the check"
 case $out in *'fill.c includes "cache_i.h"'*) ;; *) bad "gateway/ including cache_i.h: '$out'" ;; esac
+
+# Every file map is true; the check fails on a .c file its folder's map
+# does not name, and on a map naming a file that is not there.
+maps=$top/tests/lib/filemaps.sh
+out=$("$maps" "$top" 2>&1) || bad "a file map is not true: $out"
+cp "$top/gateway/fill.c" "$copy/gateway/fill.c"
+"$maps" "$copy" || bad "the file maps of the copy are not true"
+echo 'int gw_unmapped;' >"$copy/nodes/unmapped.c"
+out=$("$maps" "$copy" 2>&1) && bad "a .c file no map names passed the check"
+case $out in *'nodes/unmapped.c: not in the map of nodes/nodes_i.h'*) ;; *) bad "a .c file no map names: '$out'" ;; esac
+rm "$copy/nodes/unmapped.c"
+rm "$copy/daemon/metrics.c"
+out=$("$maps" "$copy" 2>&1) && bad "a map naming a missing file passed the check"
+case $out in *'daemon/daemon.h maps metrics.c: no such file'*) ;; *) bad "a map naming a missing file: '$out'" ;; esac
 exit $fail
