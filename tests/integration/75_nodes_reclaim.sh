@@ -1,5 +1,5 @@
 #!/bin/bash
-# The node-id table does not only grow (issue 21, item 4): files removed at the origin behind the gateway's back give their node-ids back (`cachegw-inspect reclaim`, and by itself after reclaim_after= new entries), so a tree whose files come and go keeps a bounded table; files that still exist keep theirs, so the handles a re-export client holds for them still read their bytes (also after a restart), and a handle of a removed file answers NFS3ERR_STALE.
+# The node-id table does not only grow: files removed at the origin behind the gateway's back give their node-ids back (`cachegw-inspect reclaim`, and by itself after reclaim_after= new entries), so a tree whose files come and go keeps a bounded table; files that still exist keep theirs, so the handles a re-export client holds for them still read their bytes (also after a restart), and a handle of a removed file answers NFS3ERR_STALE.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 
