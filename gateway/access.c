@@ -12,6 +12,15 @@
  * access cache. Answers are also kept across a restart (remember.c), aged
  * from when the origin gave them. The gateway's own WRITEs move the ctime without touching
  * permissions: gw_access_restamp carries the answers over them.
+ *
+ * Other replies are answers too: a LOOKUP the origin answered lets the
+ * caller search the directory (ACCESS3_LOOKUP), a READDIRPLUS read it
+ * (ACCESS3_READ; refused: not), each kept with what is known of the file
+ * for that credential and version. A listing, names or attributes kept
+ * from an earlier run are shown only to a caller that holds such an
+ * answer (gw_access_kept_listing; gw_md_lookup): the kernel checks the
+ * mode bits alone (default_permissions), and the origin's own refusals
+ * (root squash, ACLs) would be lost on anything served without one.
  */
 #include <errno.h>
 #include <string.h>
@@ -113,27 +122,59 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 }
 
 /* Keep an answer, stamped with the attributes that came with it (else the
- * inode's): unstamped, it is not kept. */
+ * inode's): unstamped, it is not kept. An answer for some bits (a
+ * LOOKUP's, a READDIRPLUS's) joins the one this credential holds for the
+ * same version of the file, however old, keeping that one's age (the
+ * joined answer is asked again as soon as the older part would be):
+ * md.log keeps one answer per credential, and a listing's READ must not
+ * cost the LOOKUP answered before it, nor the other way round. */
 static void remember(struct gw *gw, struct gw_inode *ino,
 		     const struct nfsc_cred *cr, uint32_t asked,
 		     uint32_t granted, const struct nfsc_post *post)
 {
-	struct gw_access *slot, kept;
+	uint64_t groups = groups_hash(cr);
+	struct gw_access *slot = NULL, fresh, kept;
+	double now = now_mono();
+	unsigned i;
 
 	pthread_mutex_lock(&ino->lock);
 	if (!post->has_attr && !ino->attr_valid) {
 		pthread_mutex_unlock(&ino->lock);
 		return;
 	}
-	slot = &ino->access[ino->access_next++ % GW_ACCESS_SLOTS];
-	stamp(slot, post->has_attr ? &post->attr : &ino->attr);
-	slot->valid = true;
-	slot->uid = cr->uid;
-	slot->gid = cr->gid;
-	slot->groups = groups_hash(cr);
-	slot->asked = asked;
-	slot->granted = granted;
-	slot->at = now_mono();
+	memset(&fresh, 0, sizeof(fresh));
+	stamp(&fresh, post->has_attr ? &post->attr : &ino->attr);
+	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
+		struct gw_access *s = &ino->access[i];
+
+		if (s->valid && s->stamped && s->uid == cr->uid &&
+		    s->gid == cr->gid && s->groups == groups &&
+		    s->ctime.tv_sec == fresh.ctime.tv_sec &&
+		    s->ctime.tv_nsec == fresh.ctime.tv_nsec &&
+		    s->mode == fresh.mode && s->fuid == fresh.fuid &&
+		    s->fgid == fresh.fgid) {
+			slot = s;
+			break;
+		}
+	}
+	if (slot && (slot->asked & ~asked)) {
+		/* 1. Part of an answer: joins the one held. */
+		slot->granted = (slot->granted & ~asked) | (granted & asked);
+		slot->asked |= asked;
+	} else {
+		/* 2. A whole one: replaces the one held, or takes a slot. */
+		if (!slot)
+			slot = &ino->access[ino->access_next++ %
+					    GW_ACCESS_SLOTS];
+		*slot = fresh;
+		slot->valid = true;
+		slot->uid = cr->uid;
+		slot->gid = cr->gid;
+		slot->groups = groups;
+		slot->asked = asked;
+		slot->granted = granted;
+		slot->at = now;
+	}
 	kept = *slot;
 	pthread_mutex_unlock(&ino->lock);
 	gw_md_note_access(gw, ino->nodeid, &kept);	/* across a restart */
@@ -141,8 +182,9 @@ static void remember(struct gw *gw, struct gw_inode *ino,
 
 /* The origin is lost (offline.c): this run's answer for the credential,
  * else the one kept in md.log, at any age, if the file's last known
- * attributes still show the file it was given for; none: -EHOSTDOWN for
- * a file (the origin's rules, root squash and ACLs, are not guessed). */
+ * attributes still show the file it was given for; none: -EHOSTDOWN,
+ * for a directory too (the origin's rules, root squash and ACLs, are not
+ * guessed: the mode bits the kernel checked are not all of them). */
 static int offline_answer(struct gw *gw, struct gw_inode *ino,
 			  const struct nfsc_cred *cr, uint32_t want)
 {
@@ -171,11 +213,6 @@ static int offline_answer(struct gw *gw, struct gw_inode *ino,
 			     &kept) &&
 	    stamp_holds(&kept, &a) && (kept.asked & want) == want)
 		ret = (kept.granted & want) == want ? 0 : -EACCES;
-	/* A directory: searched or listed as the kernel allowed by its
-	 * mode bits (default_permissions), as online, where LOOKUP and
-	 * READDIRPLUS are not preceded by an ACCESS of ours either. */
-	if (ret == -EHOSTDOWN && a.type == NFSC_DIR)
-		ret = 0;
 	return ret;
 }
 
@@ -184,6 +221,8 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    struct nfsc_attr *fresh, bool *has_fresh)
 {
 	struct nfsc_post post;
+	enum nfsc_type type;
+	struct nfsc_attr a;
 	bool dir;
 	uint32_t want, all, granted = 0;
 	int ret;
@@ -191,9 +230,15 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 	GW_ASSERT_NOT_HELD(&ino->lock);
 	if (has_fresh)
 		*has_fresh = false;
+	/* A handle's type never changes: attributes let go, or (an inode
+	 * made offline) only kept in md.log, still tell it; X_OK on a
+	 * directory is LOOKUP, not EXECUTE. */
 	pthread_mutex_lock(&ino->lock);
-	dir = ino->attr_valid && ino->attr.type == NFSC_DIR;
+	type = ino->attr.type;
 	pthread_mutex_unlock(&ino->lock);
+	if (!type && gw_md_attr_any(gw, ino->nodeid, &a) == 0)
+		type = a.type;
+	dir = type == NFSC_DIR;
 	want = mask_to_nfs(mask, dir);
 	if (!want)
 		return 0;	/* F_OK: the lookup already proved it exists */
@@ -214,6 +259,67 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		*has_fresh = true;
 	}
 	return (granted & want) == want ? 0 : -EACCES;
+}
+
+void gw_access_note_listed(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_cred *cr,
+			    const struct nfsc_attr *ver, bool granted,
+			    bool searched)
+{
+	struct nfsc_post post = { .has_attr = true, .attr = *ver };
+	uint32_t bits = ACC_READ | (searched ? ACC_LOOKUP : 0);
+	struct gw_access reader;
+	int ret;
+
+	GW_ASSERT_NOT_HELD(&dir->lock);
+	/* The origin answered (or refused) a READDIRPLUS of dir, version
+	 * ver, as cr: an answer of ACC_READ, and of ACC_LOOKUP when it
+	 * gave names' handles and attributes (what LOOKUPs would give:
+	 * knfsd and ganesha give them only to a caller who may search the
+	 * directory), unless one that says the same is held already. */
+	if (!cached(gw, dir, cr, bits, &ret) || (ret == 0) != granted)
+		remember(gw, dir, cr, bits, granted ? bits : 0, &post);
+	if (!granted)
+		return;
+	/* And, apart from the answers of the directory as it is, the
+	 * reader of this version: offline, a listing kept of it is shown to
+	 * its own readers even once the directory is known to have
+	 * changed since (gw_access_kept_listing). */
+	memset(&reader, 0, sizeof(reader));
+	stamp(&reader, ver);
+	reader.valid = true;
+	reader.uid = cr->uid;
+	reader.gid = cr->gid;
+	reader.groups = groups_hash(cr);
+	reader.asked = reader.granted = ACC_READ;
+	gw_md_note_reader(gw, dir->nodeid, &reader);
+}
+
+int gw_access_kept_listing(struct gw *gw, struct gw_inode *dir,
+			   const struct nfsc_cred *cr,
+			   const struct nfsc_attr *listed)
+{
+	struct gw_access r;
+	struct nfsc_attr a;
+	int ret;
+
+	GW_ASSERT_NOT_HELD(&dir->lock);
+	/* 1. An answer for the directory as it is: held (this run's, or
+	 * kept), else the origin's now, else (offline) any held. */
+	ret = gw_access_check(gw, dir, cr, R_OK, NULL, NULL);
+	if (ret != -EHOSTDOWN)
+		return ret;
+	/* 2. Offline, none: cr read this very listing from the origin, and
+	 * the directory's last known mode, owner and group are those it was
+	 * read with (its names may have changed since, its rights not). */
+	if (gw_md_reader_any(gw, dir->nodeid, cr->uid, cr->gid,
+			     groups_hash(cr), &r) &&
+	    r.ctime.tv_sec == listed->ctime.tv_sec &&
+	    r.ctime.tv_nsec == listed->ctime.tv_nsec &&
+	    gw_offline_attr(gw, dir, &a) == 0 && r.mode == a.mode &&
+	    r.fuid == a.uid && r.fgid == a.gid)
+		return 0;
+	return -EHOSTDOWN;
 }
 
 void gw_access_note_search(struct gw *gw, struct gw_inode *dir,

@@ -323,6 +323,12 @@ void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
  * table's error when it cannot record a new node-id (EIO, ENOSPC). */
 struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 			      const struct nfsc_attr *attr, uint64_t parent);
+/* gw_inode_ref for attributes kept from an earlier fetch, got at at
+ * (CLOCK_MONOTONIC): they age from then, and replace only attributes got
+ * before them. */
+struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
+				   const struct nfsc_attr *attr,
+				   uint64_t parent, const struct timespec *at);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
@@ -378,6 +384,12 @@ int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out);
 /* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
 double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);
+/* What is left of that for attributes got at at (CLOCK_MONOTONIC), or of
+ * ino's own (0 when it holds none): an answer from what is held tells
+ * the kernel no more. */
+double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *attr,
+			const struct timespec *at);
+double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino);
 void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
 		     struct stat *st);
 
@@ -539,6 +551,20 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
  * a restart), so that no ACCESS is asked for what the origin just showed. */
 void gw_access_note_search(struct gw *gw, struct gw_inode *dir,
 			    const struct nfsc_cred *cr);
+/* A READDIRPLUS of dir (version ver) as cr was answered (granted) or
+ * refused with EACCES: kept as an ACCESS answer of READ (and LOOKUP, when
+ * the answer held names' handles and attributes: searched), and a
+ * granted one as the reader of that version (gw_md_note_reader). */
+void gw_access_note_listed(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_cred *cr,
+			    const struct nfsc_attr *ver, bool granted,
+			    bool searched);
+/* May cr be shown dir's listing kept at version listed (a start before,
+ * or offline)? 0; -EACCES (the origin refuses cr); -EHOSTDOWN (offline,
+ * and no answer for cr is held); another -errno of the origin's. */
+int gw_access_kept_listing(struct gw *gw, struct gw_inode *dir,
+			   const struct nfsc_cred *cr,
+			   const struct nfsc_attr *listed);
 /* Under ino->lock: an own WRITE took the file from before to after (same
  * mode and owners): the answers stamped with before hold for after. */
 void gw_access_restamp(struct gw_inode *ino, const struct nfsc_attr *before,
@@ -654,15 +680,24 @@ void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
 /* dir/name was removed or renamed through the gateway. */
 void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name);
 uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME */
+/* cr (s) read dir's listing, of the version s is stamped with, from the
+ * origin (gw_access_note_listed). */
+void gw_md_note_reader(struct gw *gw, uint64_t dir, const struct gw_access *s);
+/* The reader kept for this credential of dir's listing: true and *out. */
+bool gw_md_reader_any(struct gw *gw, uint64_t dir, uint32_t uid,
+		      uint32_t gid, uint64_t groups, struct gw_access *out);
 /* A listing just read whole from the origin (version ver): keep it. */
 void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
 			const struct nfsc_attr *ver,
 			const struct nfsc_dirlist *l);
 /* dir's listing from what a start before kept, if usable (and of version
- * ver when given): 0 and *out, or -ENOENT (ask the origin). */
+ * ver when given): 0, *out and in *at (malloc'd, one per entry) when each
+ * entry's attributes were fetched (CLOCK_MONOTONIC), or -ENOENT (ask the
+ * origin). Who may see it is the caller's to check
+ * (gw_access_kept_listing). */
 int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 		  const struct nfsc_attr *ver, bool offline,
-		  struct nfsc_dirlist *out);
+		  struct nfsc_dirlist *out, struct timespec **at);
 /* The version of dir's kept listing, if there is one. */
 bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
 			   struct nfsc_attr *ver);

@@ -251,8 +251,10 @@ struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid)
 	return inode_bring_back(gw, nodeid, false);
 }
 
-struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
-			      const struct nfsc_attr *attr, uint64_t parent)
+/* gw_inode_ref but for the attributes, which are the caller's to set. */
+static struct gw_inode *inode_ref(struct gw *gw, const struct nfsc_fh *fh,
+				  const struct nfsc_attr *attr,
+				  uint64_t parent)
 {
 	struct gw_itable *t = &gw->it;
 	struct gw_inode *ino;
@@ -293,8 +295,45 @@ struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 	}
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
-	if (attr)
+	return ino;
+}
+
+struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
+			      const struct nfsc_attr *attr, uint64_t parent)
+{
+	struct gw_inode *ino = inode_ref(gw, fh, attr, parent);
+
+	if (ino && attr)
 		gw_inode_set_attr_if_newer(ino, attr);
+	return ino;
+}
+
+static bool ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec :
+					a->tv_nsec > b->tv_nsec;
+}
+
+struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
+				   const struct nfsc_attr *attr,
+				   uint64_t parent, const struct timespec *at)
+{
+	struct gw_inode *ino = inode_ref(gw, fh, attr, parent);
+
+	if (!ino)
+		return NULL;
+	/* Stamped now, attributes of any age would look fresh for a whole
+	 * timeout (offline, the origin back meanwhile): they keep their
+	 * fetch time, and what the inode got since stands. */
+	pthread_mutex_lock(&ino->lock);
+	if (!ino->attr_valid || (ts_after(at, &ino->attr_at) &&
+				 !gw_attr_newer(&ino->attr, attr))) {
+		ino->attr = *attr;
+		ino->attr_at = *at;
+		ino->attr_valid = true;
+		ino->attr_gen++;
+	}
+	pthread_mutex_unlock(&ino->lock);
 	return ino;
 }
 
@@ -479,6 +518,26 @@ double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *a)
 	if (ttl > hi)
 		ttl = hi;
 	return ttl;
+}
+
+double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *a,
+			const struct timespec *at)
+{
+	double left = gw_attr_ttl(gw, a) - elapsed_since(at);
+
+	return left > 0 ? left : 0;
+}
+
+double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino)
+{
+	double left = 0;
+
+	GW_ASSERT_NOT_HELD(&ino->lock);
+	pthread_mutex_lock(&ino->lock);
+	if (ino->attr_valid)
+		left = gw_attr_ttl_left(gw, &ino->attr, &ino->attr_at);
+	pthread_mutex_unlock(&ino->lock);
+	return left;
 }
 
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,

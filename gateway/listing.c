@@ -4,7 +4,9 @@
  * nfsclient's readdir_all), shared by the opens of the same directory
  * version with the same credentials; readdirplus hands the kernel every
  * entry's attributes and a lookup reference, and notes its name for the
- * next start (remember.c).
+ * next start (remember.c). A listing kept from before (a restart, or
+ * offline) is shown only to whom the origin lets read the directory
+ * (gw_access_kept_listing), with its attributes as old as they are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +41,8 @@ struct gw_dirsnap {
 	struct nfsc_dirlist list;	/* read-only once loaded */
 	bool kept;			/* from what a start before kept, not
 					 * the origin (snap_kept) */
+	struct timespec *kept_at;	/* kept: when each entry's attributes
+					 * were fetched (CLOCK_MONOTONIC) */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +80,7 @@ static bool snap_unref_locked(struct gw_dirsnap *sn)
 static void snap_free(struct gw_dirsnap *sn)
 {
 	nfsc_dirlist_free(&sn->list);
+	free(sn->kept_at);
 	free(sn);
 }
 
@@ -88,6 +93,18 @@ static void snap_put(struct gw_dirsnap *sn)
 	pthread_mutex_unlock(&snap_lock);
 	if (last)
 		snap_free(sn);
+}
+
+/* Did the origin give a name's handle and attributes (what a LOOKUP gives,
+ * only to a caller who may search the directory)? */
+static bool names_searched(const struct nfsc_dirlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->ents[i].name, ".") &&
+		    strcmp(l->ents[i].name, "..") && l->ents[i].has_fh &&
+		    l->ents[i].has_attr)
+			return true;
+	return false;
 }
 
 /* A snapshot of ino's directory as of ver, read with cr: a shared one if
@@ -160,6 +177,10 @@ again:
 		       "second '.' or '..' or are longer than %d bytes "
 		       "(first: '%s')", (unsigned long long)ino->nodeid,
 		       sn->list.skipped, NFSC_NAME_MAX, sn->list.skipped_first);
+	/* The origin's answer for cr, as an ACCESS one would be. */
+	if (!ret || ret == -EACCES)
+		gw_access_note_listed(gw, ino, cr, ver, !ret,
+				      !ret && names_searched(&sn->list));
 	if (!ret)
 		gw_md_note_listing(gw, ino, ver, &sn->list);
 	pthread_mutex_lock(&snap_lock);
@@ -178,27 +199,40 @@ again:
 /* A snapshot of ino's directory from what a start before kept
  * (remember.c), of version ver if given, or (offline: the origin is
  * lost) what is kept at all: a private one (not shared: it is not the
- * origin's answer of now). 0, or -ENOENT. */
+ * origin's answer of now), if cr may read it. 0; -ENOENT (none kept:
+ * ask the origin); -EACCES (the origin refuses cr); offline, -EHOSTDOWN
+ * (nothing known of cr). */
 static int snap_kept(struct gw *gw, struct gw_inode *ino,
 		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
 		     bool offline, struct gw_dirsnap **out)
 {
 	struct gw_dirsnap *sn = calloc(1, sizeof(*sn));
+	int ret;
 
 	if (!sn)
 		return -ENOMEM;
-	if (gw_md_listing(gw, ino, ver, offline, &sn->list)) {
+	if (gw_md_listing(gw, ino, ver, offline, &sn->list, &sn->kept_at)) {
 		free(sn);
 		return -ENOENT;
 	}
-	sn->nodeid = ino->nodeid;
-	sn->cr = *cr;
 	if (ver)
 		sn->ver = *ver;
 	else
 		gw_md_listing_version(gw, ino, &sn->ver);
+	/* The names are the origin's to show: not to a caller it would
+	 * refuse, nor (offline) to one it was never asked about. Online,
+	 * anything else but a refusal: ask the origin for the listing. */
+	ret = gw_access_kept_listing(gw, ino, cr, &sn->ver);
+	if (ret) {
+		snap_free(sn);
+		return ret == -EACCES || offline ? ret : -ENOENT;
+	}
+	sn->nodeid = ino->nodeid;
+	sn->cr = *cr;
 	sn->refs = 1;
 	sn->kept = true;
+	__atomic_add_fetch(offline ? &gw->offline_answers :
+			   &gw->md_kept_listings, 1, __ATOMIC_RELAXED);
 	*out = sn;
 	return 0;
 }
@@ -233,22 +267,29 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	}
 	gw_req_cred(req, &cr);
 	/* After a restart, with nocto: the listing kept before it, while
-	 * young enough (remember.c), without asking the origin at all. */
-	if (gw->o->nocto &&
-	    snap_kept(gw, ino, &cr, NULL, false, &d->snap) == 0) {
-		ret = 0;
-		goto opened;
+	 * young enough (remember.c), without asking the origin for it (an
+	 * ACCESS, if no answer for cr is held). */
+	if (gw->o->nocto) {
+		ret = snap_kept(gw, ino, &cr, NULL, false, &d->snap);
+		if (ret != -ENOENT)
+			goto opened;
 	}
 	/* The directory's version now: an open shares a snapshot of this
 	 * version only, never an older one; one kept before a restart
 	 * serves if it is of this version. */
 	ret = gw_get_attr(gw, req, ino, true, &ver);
-	if (ret >= 0 && snap_kept(gw, ino, &cr, &ver, false, &d->snap) != 0)
-		ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	if (ret >= 0) {
+		ret = snap_kept(gw, ino, &cr, &ver, false, &d->snap);
+		if (ret == -ENOENT)
+			ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+	}
 	/* The origin is lost: the listing as last kept (offline.c). */
-	if (ret == -EHOSTDOWN &&
-	    snap_kept(gw, ino, &cr, NULL, true, &d->snap) == 0)
-		ret = 0;
+	if (ret == -EHOSTDOWN) {
+		int kept = snap_kept(gw, ino, &cr, NULL, true, &d->snap);
+
+		if (kept != -ENOENT)
+			ret = kept;
+	}
 opened:
 	if (ret < 0) {
 		free(d);
@@ -354,7 +395,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		if (need > left)
 			break;
 		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
-			ino = gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
+			ino = d->snap->kept ?
+				gw_inode_ref_kept(gw, &de->fh, &de->attr,
+						  nodeid,
+						  &d->snap->kept_at[i]) :
+				gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
 			if (ino && d->snap->kept) {
 				/* The kernel gets kept attributes: an open
 				 * that finds another version tells it. */
@@ -368,6 +413,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 						   &de->attr);
 
 				gw_make_entry(gw, ino, &de->attr, &e);
+				/* Kept attributes: trusted for what is left
+				 * of their timeout, as old as they are. */
+				if (d->snap->kept)
+					e.attr_timeout = gw_attr_ttl_left(
+						gw, &de->attr,
+						&d->snap->kept_at[i]);
 				refs[nrefs++] = ino->nodeid;
 			}
 		}

@@ -10,13 +10,22 @@
  * (ops.c: up to 96 bytes, kept at each READLINK), the last FSSTAT, and
  * the cache's verified blocks. What it does not hold is answered with
  * EHOSTDOWN at once; a name that a directory's kept whole listing does
- * not have is ENOENT. Nothing that changes the origin is answered from
+ * not have is ENOENT. Names, listings and what they lead to are shown
+ * only to a user with an answer of the origin for the directory (to
+ * search it: a LOOKUP, a READDIRPLUS that gave handles, or an ACCESS; to
+ * list it: a READDIRPLUS or an ACCESS, or that very listing read as this
+ * user): refused before, EACCES; never asked, EHOSTDOWN, as for a file
+ * not held (the kernel checked the mode bits, but root squash and ACLs
+ * are the origin's). Nothing that changes the origin is answered from
  * here: those calls wait for it (hard) or time out (soft), as before.
- * When the origin answers again, attribute timeouts and close-to-open
- * revalidate as usual: what changed at the origin meanwhile is seen then.
+ * What is answered from here keeps its age: the kernel is told to trust
+ * attributes only for what is left of their timeout. When the origin
+ * answers again, attribute timeouts and close-to-open revalidate as
+ * usual: what changed at the origin meanwhile is seen then.
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gw_i.h"
 
@@ -49,14 +58,19 @@ int gw_offline_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 		      const char *name, struct fuse_entry_param *e)
 {
 	int ret = gw_md_lookup(gw, req, dir, name, true, e);
+	struct nfsc_cred cr;
 
 	if (ret != -ENOENT)
 		return ret;
-	if (gw_md_listed_whole(gw, dir)) {
-		gw_offline_count(gw);
-		return -ENOENT;
-	}
-	return -EHOSTDOWN;
+	if (!gw_md_listed_whole(gw, dir))
+		return -EHOSTDOWN;
+	/* Not there: told only to whom the origin would tell it. */
+	gw_req_cred(req, &cr);
+	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
+	if (ret)
+		return ret == -EACCES ? ret : -EHOSTDOWN;
+	gw_offline_count(gw);
+	return -ENOENT;
 }
 
 void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs)

@@ -373,6 +373,8 @@ static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
 		return ret;
 	}
 	gw_make_entry(gw, ino, &a, e);
+	if (gw_offline(gw))	/* as last known: no fresher for the kernel */
+		e->attr_timeout = gw_inode_ttl_left(gw, ino);
 	return 0;
 }
 
@@ -424,6 +426,7 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 	struct nfsc_attr a;
 	struct stat st;
+	double ttl;
 	int ret;
 
 	(void)fi;
@@ -432,12 +435,18 @@ static void gw_getattr(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (gw_offline(gw))
+	ttl = gw_attr_ttl(gw, &a);
+	if (gw_offline(gw)) {
 		gw_offline_count(gw);	/* once, here, however answered */
+		/* As last known, of any age: the kernel trusts them no
+		 * longer than their age allows (none for those only md.log
+		 * holds), so it asks again once the origin is back. */
+		ttl = gw_inode_ttl_left(gw, ino);
+	}
 	gw_attr_to_stat(&a, nodeid, &st);
 	if (gw_silly_has(ino) && st.st_nlink > 0)
 		st.st_nlink--;	/* its hidden name is not one of its names */
-	fuse_reply_attr(req, &st, gw_attr_ttl(gw, &a));
+	fuse_reply_attr(req, &st, ttl);
 	/* Changed at the origin: the kernel's pages are stale too. After the
 	 * reply, so the kernel is not waiting on us for this inode. */
 	if (ret > 0) {

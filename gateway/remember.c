@@ -31,7 +31,13 @@
  * attributes are young enough; with close-to-open the directory's version
  * is still asked (GETATTR) and must be the one listed. A name removed or renamed
  * through the gateway is forgotten at once (gw_md_unname); one made is
- * kept.
+ * kept. Whoever is shown kept names, attributes or listings must hold an
+ * answer of the origin that lets them search (names) or read (listings)
+ * the directory, kept or asked now (access.c): who listed it is kept too
+ * (MD_READER), so that offline a listing is shown to its readers. Kept
+ * attributes keep their age, in the inode and in what the kernel is told
+ * (the timeout left): so, once the origin is back, they are asked again
+ * when their age says, however long they were served offline.
  *
  * After a stop that was not clean (a crash, SIGKILL, a damaged md.log)
  * the last records of the run before may be missing, so a name removed
@@ -64,6 +70,10 @@
 #define MD_LINK 4			/* a symbolic link's target (a link's
 					 * target never changes: a new target
 					 * is a new file) */
+#define MD_READER 5			/* who read a directory's listing from
+					 * the origin, per credential: an
+					 * md_access stamped with the version
+					 * read */
 #define MD_LIST_MAX 65536		/* larger listings are not kept */
 #define MD_NAME_MAX (NODES_MD_BLOB_MAX - 8)	/* longer names: not kept */
 
@@ -127,6 +137,21 @@ static void pack_attr(const struct nfsc_attr *a, struct md_attr *m)
 	m->mt_ns = (uint32_t)a->mtime.tv_nsec;
 	m->ct_s = a->ctime.tv_sec;
 	m->ct_ns = (uint32_t)a->ctime.tv_nsec;
+}
+
+static void pack_access(const struct gw_access *s, struct md_access *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->uid = s->uid;
+	m->gid = s->gid;
+	m->groups = s->groups;
+	m->asked = s->asked;
+	m->granted = s->granted;
+	m->ct_s = s->ctime.tv_sec;
+	m->ct_ns = (uint32_t)s->ctime.tv_nsec;
+	m->mode = s->mode;
+	m->fuid = s->fuid;
+	m->fgid = s->fgid;
 }
 
 /* false for a record that cannot be attributes (the store checks its
@@ -197,7 +222,8 @@ static void mono_minus(double age, struct timespec *ts, double *secs)
 
 void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 {
-	struct nodes_md_rec r[1 + GW_ACCESS_SLOTS + 4];
+	/* Attributes, answers, and room for the rest (listing, readers). */
+	struct nodes_md_rec r[1 + 2 * GW_ACCESS_SLOTS + 4];
 	uint64_t now = gw_md_now_ns();
 	struct nfsc_attr a;
 	size_t n;
@@ -259,17 +285,7 @@ void gw_md_note_access(struct gw *gw, uint64_t nodeid,
 
 	if (!gw->md || !s->valid || !s->stamped)
 		return;
-	memset(&m, 0, sizeof(m));
-	m.uid = s->uid;
-	m.gid = s->gid;
-	m.groups = s->groups;
-	m.asked = s->asked;
-	m.granted = s->granted;
-	m.ct_s = s->ctime.tv_sec;
-	m.ct_ns = (uint32_t)s->ctime.tv_nsec;
-	m.mode = s->mode;
-	m.fuid = s->fuid;
-	m.fgid = s->fgid;
+	pack_access(s, &m);
 	(void)nodes_md_put(gw->md, nodeid, MD_ACCESS,
 			   access_key(s->uid, s->gid, s->groups),
 			   gw_md_now_ns(), &m, sizeof(m));
@@ -417,6 +433,10 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	ino->kept_attr = a;
 	pthread_mutex_unlock(&ino->lock);
 	gw_make_entry(gw, ino, &a, e);
+	/* Trusted by the kernel for what is left of their timeout, as
+	 * their age says (none, for attributes only md.log holds): once the
+	 * origin is back, it asks as it would have. */
+	e->attr_timeout = gw_inode_ttl_left(gw, ino);
 	__atomic_add_fetch(offline ? &gw->offline_answers :
 			   &gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -481,14 +501,15 @@ bool gw_md_listed_whole(struct gw *gw, struct gw_inode *dir)
 	       r.len == sizeof(struct md_listed);
 }
 
-bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
-		      uint32_t gid, uint64_t groups, struct gw_access *out)
+static bool access_get(struct gw *gw, uint8_t kind, uint64_t nodeid,
+		       uint32_t uid, uint32_t gid, uint64_t groups,
+		       struct gw_access *out)
 {
 	struct nodes_md_rec r;
 	struct md_access m;
 
 	if (!gw->md ||
-	    nodes_md_get_one(gw->md, nodeid, MD_ACCESS,
+	    nodes_md_get_one(gw->md, nodeid, kind,
 			     access_key(uid, gid, groups), &r) ||
 	    r.len != sizeof(m))
 		return false;
@@ -509,6 +530,35 @@ bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
 	out->fuid = m.fuid;
 	out->fgid = m.fgid;
 	return true;
+}
+
+bool gw_md_access_any(struct gw *gw, uint64_t nodeid, uint32_t uid,
+		      uint32_t gid, uint64_t groups, struct gw_access *out)
+{
+	return access_get(gw, MD_ACCESS, nodeid, uid, gid, groups, out);
+}
+
+bool gw_md_reader_any(struct gw *gw, uint64_t dir, uint32_t uid,
+		      uint32_t gid, uint64_t groups, struct gw_access *out)
+{
+	return access_get(gw, MD_READER, dir, uid, gid, groups, out);
+}
+
+void gw_md_note_reader(struct gw *gw, uint64_t dir, const struct gw_access *s)
+{
+	uint64_t key = access_key(s->uid, s->gid, s->groups);
+	struct nodes_md_rec r;
+	struct md_access m;
+
+	if (!gw->md || !s->valid || !s->stamped)
+		return;
+	pack_access(s, &m);
+	/* Written once per reader and version, not per listing. */
+	if (nodes_md_get_one(gw->md, dir, MD_READER, key, &r) == 0 &&
+	    r.len == sizeof(m) && !memcmp(r.blob, &m, sizeof(m)))
+		return;
+	(void)nodes_md_put(gw->md, dir, MD_READER, key, gw_md_now_ns(), &m,
+			   sizeof(m));
 }
 
 void gw_md_unclean(struct gw *gw)
@@ -651,16 +701,18 @@ static bool listed_is(const struct md_listed *m, const struct nfsc_attr *a)
 
 int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 		  const struct nfsc_attr *ver, bool offline,
-		  struct nfsc_dirlist *out)
+		  struct nfsc_dirlist *out, struct timespec **at)
 {
 	uint64_t now = gw_md_now_ns();
 	struct nodes_md_rec r, *dents = NULL;
+	struct timespec *fetched = NULL;
 	struct md_listed m;
 	double age;
 	size_t got, i;
 	int ret = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
+	*at = NULL;
 	if (!gw->md ||
 	    nodes_md_get_one(gw->md, dir->nodeid, MD_LISTED, 0, &r) ||
 	    r.len != sizeof(m) || (!offline && r.fetched_ns >= gw->md_epoch))
@@ -675,7 +727,8 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 		m.n += 256;
 	dents = malloc((m.n + 1) * sizeof(*dents));
 	out->ents = calloc(m.n + 2, sizeof(*out->ents));
-	if (!dents || !out->ents)
+	fetched = calloc(m.n + 2, sizeof(*fetched));
+	if (!dents || !out->ents || !fetched)
 		goto fail;
 	got = nodes_md_get_dents(gw->md, dir->nodeid, dents, m.n + 1);
 	if (got > m.n + 1)
@@ -711,6 +764,8 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 		if (!offline && (aage < 0 ||
 				 aage >= gw_attr_ttl(gw, &de->attr)))
 			goto fail;
+		/* A clock that went back: as old as can be (offline). */
+		mono_minus(aage < 0 ? 1e9 : aage, &fetched[out->n], NULL);
 		de->fh.len = (uint32_t)hlen;
 		de->has_fh = de->has_attr = true;
 		de->fileid = de->attr.fileid;
@@ -723,11 +778,12 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 	if (!offline && out->n != m.n + 2)
 		goto fail;	/* a name forgotten since */
 	out->seen_dot = out->seen_dotdot = true;
+	*at = fetched;
+	fetched = NULL;
 	ret = 0;
-	__atomic_add_fetch(offline ? &gw->offline_answers :
-			   &gw->md_kept_listings, 1, __ATOMIC_RELAXED);
 fail:
 	free(dents);
+	free(fetched);
 	if (ret)
 		nfsc_dirlist_free(out);
 	return ret;
