@@ -307,8 +307,6 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
 struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh);
 /* Node-id of the directory ino was found in (the root for the root). */
 uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
-/* The origin says the file is gone (ESTALE): retire its node-id. */
-void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
 /* Find or create the inode for fh, take one kernel reference, and store
  * attr in it. NULL with errno set on failure: ENOMEM, or the node-id
  * table's error when it cannot record a new node-id (EIO, ENOSPC). */
@@ -605,14 +603,22 @@ struct gw_reclaim;
 struct gw_reclaim_result {
 	uint64_t checked;		/* entries walked */
 	uint64_t held;			/* of them held by the kernel: skipped */
-	uint64_t reclaimed;		/* removed: the origin called them stale */
+	uint64_t probed;		/* of them asked about (GETATTR) */
+	uint64_t reclaimed;		/* removed: the origin called them
+					 * stale twice, believably */
 	uint64_t errors;		/* not known (no answer, other errors):
 					 * kept */
+	uint64_t kept;			/* stale once, not confirmed: kept */
 	uint64_t entries;		/* live entries after the pass */
+	bool aborted;			/* the origin did not look right:
+					 * nothing removed, why says why */
+	char why[192];
 };
 struct gw_reclaim_counters {
 	uint64_t runs, checked, held, reclaimed, errors;
 	uint64_t refusals;		/* makes refused: no room in the table */
+	uint64_t aborted;		/* passes that removed nothing: the
+					 * origin did not look right */
 };
 int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
 void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
