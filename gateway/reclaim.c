@@ -39,7 +39,9 @@
  *      believed. A removal of a whole large tree is given back that much
  *      later.
  * An aborted pass is logged once (until a pass completes), counted, and
- * tried again by itself a sixth of GW_RECLAIM_PERSIST_S later.
+ * tried again by itself GW_RECLAIM_PERSIST_S later (when passes run by
+ * themselves): one walk more, not one every few minutes, of a table that
+ * may hold millions.
  *
  * A GETATTR that the kernel sends and that answers NFS3ERR_STALE removes
  * nothing (ops.c): the kernel holds that inode; once it lets go, a pass
@@ -618,8 +620,7 @@ static void pass_outcome(struct pass *ps, int ret)
 			       ps->res->why, r->persist_s);
 		}
 		pthread_mutex_lock(&r->lock);
-		r->retry_at = mono_s() + (r->persist_s / 6 ?
-					  r->persist_s / 6 : 1);
+		r->retry_at = mono_s() + r->persist_s;
 		pthread_mutex_unlock(&r->lock);
 	} else if (ret == 0 && r->trouble_since) {
 		r->trouble_since = 0;
