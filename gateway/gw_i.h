@@ -316,8 +316,6 @@ struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
 struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh);
 /* Node-id of the directory ino was found in (the root for the root). */
 uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
-/* The origin says the file is gone (ESTALE): retire its node-id. */
-void gw_inode_gone(struct gw *gw, struct gw_inode *ino);
 /* Find or create the inode for fh, take one kernel reference, and store
  * attr in it. NULL with errno set on failure: ENOMEM, or the node-id
  * table's error when it cannot record a new node-id (EIO, ENOSPC). */
@@ -640,14 +638,22 @@ struct gw_reclaim;
 struct gw_reclaim_result {
 	uint64_t checked;		/* entries walked */
 	uint64_t held;			/* of them held by the kernel: skipped */
-	uint64_t reclaimed;		/* removed: the origin called them stale */
+	uint64_t probed;		/* of them asked about (GETATTR) */
+	uint64_t reclaimed;		/* removed: the origin called them
+					 * stale twice, believably */
 	uint64_t errors;		/* not known (no answer, other errors):
 					 * kept */
+	uint64_t kept;			/* stale once, not confirmed: kept */
 	uint64_t entries;		/* live entries after the pass */
+	bool aborted;			/* the origin did not look right:
+					 * nothing removed, why says why */
+	char why[192];
 };
 struct gw_reclaim_counters {
 	uint64_t runs, checked, held, reclaimed, errors;
 	uint64_t refusals;		/* makes refused: no room in the table */
+	uint64_t aborted;		/* passes that removed nothing: the
+					 * origin did not look right */
 };
 int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
 void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
@@ -788,16 +794,35 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			uint64_t off);
 
 /* ---- intent.c: changes a dead process made, resent to its successor ----
- * gw_intent_begin before a change is sent (0: not kept), gw_intent_end
- * after its reply; gw_intent_was_done when it failed as a repeat would
- * (EEXIST, ENOENT): the dead process had made it. */
+ * A change as it is keyed: the operation, its directory and name, what
+ * else makes it itself (LINK: the source's node-id in obj; SYMLINK: the
+ * target in name2; RENAME: the new directory in obj, the new name in
+ * name2; else 0 and NULL), and who asked (the caller's pid and uid).
+ * gw_intent_begin before a change is sent (0: not kept); with verf, a new
+ * random EXCLUSIVE verifier is made into it and kept with the key.
+ * gw_intent_made once the origin gave the made file's handle;
+ * gw_intent_end after the reply. gw_intent_was_done when it failed as a
+ * repeat would (EEXIST, ENOENT): true if a dead process had sent this very
+ * change (once per key), with its record in *rec (may be NULL): what that
+ * process knew of the file it made (see takeover.h). */
 enum { GW_I_CREATE = 1, GW_I_MKDIR, GW_I_MKNOD, GW_I_SYMLINK, GW_I_LINK,
        GW_I_REMOVE, GW_I_RMDIR, GW_I_RENAME };
-unsigned gw_intent_begin(fuse_req_t req, unsigned op, uint64_t dir,
-			 const char *name);
+struct gw_intent {
+	unsigned op;
+	uint64_t dir;
+	const char *name;
+	uint64_t obj;
+	const char *name2;
+	uint32_t pid, uid;
+};
+struct gw_intent_rec;
+unsigned gw_intent_begin(const struct gw_intent *in, uint8_t verf[8]);
+void gw_intent_made(unsigned slot, const struct nfsc_fh *fh);
 void gw_intent_end(unsigned slot);
-bool gw_intent_was_done(fuse_req_t req, unsigned op, uint64_t dir,
-			const char *name);
+bool gw_intent_was_done(const struct gw_intent *in, struct gw_intent_rec *rec);
+/* The key of in, and the hash of a handle as a record keeps it. */
+uint64_t gw_intent_key(const struct gw_intent *in);
+uint64_t gw_intent_fh_hash(const struct nfsc_fh *fh);
 /* A successor, before its first request: what the last process left;
  * how many. */
 size_t gw_intent_takeover(void);

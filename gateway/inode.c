@@ -610,14 +610,6 @@ uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino)
 	return parent;
 }
 
-void gw_inode_gone(struct gw *gw, struct gw_inode *ino)
-{
-	if (ino != gw->it.root) {
-		nodes_remove(gw->nodes, ino->nodeid);
-		gw_md_forget(gw, ino->nodeid);
-	}
-}
-
 void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
 			const struct nfsc_attr *a)
 {

@@ -6,23 +6,32 @@
  * done fails the second time with EEXIST, and an UNLINK, RMDIR or RENAME
  * with ENOENT, where the caller's one call succeeded. The origin has no
  * memory of who asked (NFSv3 has no sessions), so the gateway keeps its
- * own: before it sends such a change it writes a key (the operation, the
- * directory's node-id, the name, the caller's pid and uid) into the state
- * a successor inherits (takeover.h), and clears it after the reply. A
- * successor takes the keys left behind at its start; for a short while,
- * a change that fails that way and whose key is among them was the dead
- * process's, done: it is answered as done (once per key).
+ * own: before it sends such a change it writes a key into the state a
+ * successor inherits (takeover.h), and clears it after the reply. The key
+ * is a hash of all that makes the change itself: the operation, the
+ * directory's node-id and the name, the LINK's source, the SYMLINK's
+ * target, the RENAME's new directory and name, and the caller's pid and
+ * uid. A successor takes the keys left behind at its start; for a short
+ * while, a change that fails that way and whose key is among them may be
+ * the dead process's, done (once per key).
+ *
+ * May be: a name that exists may be someone else's file, made since.
+ * Beside its key a record keeps what tells the file made apart (ops_ns.c
+ * checks it): for an O_EXCL create, the verifier of its NFSv3 EXCLUSIVE
+ * CREATE (random: the origin answers a repeat with the same verifier as
+ * done, and only for the file that verifier made), and for every create,
+ * once the origin has answered, a hash of the handle it gave.
  *
  * Only what a dead process left is looked at, only within
  * GW_INTENT_WINDOW_S of the takeover (resent requests come at once), and
- * a key is used once: an O_EXCL create that really finds someone else's
- * file fails as it must, unless the same process asked for the same name
- * the moment the gateway died.
+ * a key is used once.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <xxhash.h>
 
 #include "gw_i.h"
 #include "takeover.h"
@@ -30,7 +39,8 @@
 #define GW_INTENT_WINDOW_S 30
 
 static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *left;			/* left_lock: keys a dead process left */
+static struct gw_intent_rec *left;	/* left_lock: what a dead process
+					 * left */
 static size_t nleft;			/* left_lock */
 static time_t left_until;		/* left_lock: CLOCK_MONOTONIC s */
 
@@ -45,45 +55,87 @@ static uint64_t mix(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t intent_key(fuse_req_t req, unsigned op, uint64_t dir,
-			   const char *name)
+/* A string with its length first: "ab" then "c" is not "a" then "bc". */
+static uint64_t mix_str(uint64_t h, const char *s)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t who[2] = { (uint32_t)ctx->pid, (uint32_t)ctx->uid };
+	uint32_t len = s ? (uint32_t)strlen(s) + 1 : 0;
 
-	h = mix(h, &op, sizeof(op));
-	h = mix(h, &dir, sizeof(dir));
+	h = mix(h, &len, sizeof(len));
+	return s ? mix(h, s, len - 1) : h;
+}
+
+uint64_t gw_intent_key(const struct gw_intent *in)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t who[2] = { in->pid, in->uid };
+
+	h = mix(h, &in->op, sizeof(in->op));
+	h = mix(h, &in->dir, sizeof(in->dir));
 	h = mix(h, who, sizeof(who));
-	h = mix(h, name, strlen(name));
+	h = mix_str(h, in->name);
+	h = mix(h, &in->obj, sizeof(in->obj));
+	h = mix_str(h, in->name2);
 	return h | 1;
 }
 
-unsigned gw_intent_begin(fuse_req_t req, unsigned op, uint64_t dir,
-			 const char *name)
+uint64_t gw_intent_fh_hash(const struct nfsc_fh *fh)
+{
+	return XXH3_64bits(fh->data, fh->len) | 1;
+}
+
+unsigned gw_intent_begin(const struct gw_intent *in, uint8_t verf[8])
 {
 	struct gw_state *st = gw_state;
-	uint64_t key;
+	uint64_t key = gw_intent_key(in);
 
+	/* A verifier nobody else can know (nor set on a file of theirs):
+	 * from the kernel's random pool; the clock and the key as a last
+	 * resort, never zero. */
+	if (verf) {
+		uint64_t v = 0;
+
+		if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
+			struct timespec now;
+
+			clock_gettime(CLOCK_REALTIME, &now);
+			v = mix(key, &now, sizeof(now));
+		}
+		v |= 1;
+		memcpy(verf, &v, 8);
+	}
 	if (!st)
 		return 0;
-	key = intent_key(req, op, dir, name);
 	for (unsigned i = 0; i < GW_STATE_INTENTS; i++) {
 		unsigned slot = (unsigned)((key >> 8) + i) % GW_STATE_INTENTS;
+		struct gw_intent_rec *r = &st->intents[slot];
 		uint64_t zero = 0;
 
-		if (__atomic_compare_exchange_n(&st->intents[slot], &zero, key,
-						false, __ATOMIC_RELEASE,
-						__ATOMIC_RELAXED))
-			return slot + 1;
+		if (!__atomic_compare_exchange_n(&r->key, &zero, key, false,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
+		/* Written before the change is sent; read only once this
+		 * process is gone. */
+		__atomic_store_n(&r->made, 0, __ATOMIC_RELAXED);
+		memset(r->verf, 0, sizeof(r->verf));
+		if (verf)
+			memcpy(r->verf, verf, 8);
+		return slot + 1;
 	}
 	return 0;	/* full: this one is not kept */
+}
+
+void gw_intent_made(unsigned slot, const struct nfsc_fh *fh)
+{
+	if (slot && gw_state)
+		__atomic_store_n(&gw_state->intents[slot - 1].made,
+				 gw_intent_fh_hash(fh), __ATOMIC_RELAXED);
 }
 
 void gw_intent_end(unsigned slot)
 {
 	if (slot && gw_state)
-		__atomic_store_n(&gw_state->intents[slot - 1], 0,
+		__atomic_store_n(&gw_state->intents[slot - 1].key, 0,
 				 __ATOMIC_RELEASE);
 }
 
@@ -99,11 +151,13 @@ size_t gw_intent_takeover(void)
 	free(left);
 	left = calloc(GW_STATE_INTENTS, sizeof(*left));
 	for (unsigned i = 0; i < GW_STATE_INTENTS; i++) {
-		uint64_t k = __atomic_exchange_n(&st->intents[i], 0,
-						 __ATOMIC_ACQ_REL);
+		struct gw_intent_rec *r = &st->intents[i];
+		uint64_t k = __atomic_exchange_n(&r->key, 0, __ATOMIC_ACQ_REL);
 
-		if (k && left)
-			left[n++] = k;
+		if (k && left) {
+			left[n] = *r;
+			left[n++].key = k;
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	nleft = n;
@@ -112,18 +166,18 @@ size_t gw_intent_takeover(void)
 	return n;
 }
 
-bool gw_intent_was_done(fuse_req_t req, unsigned op, uint64_t dir,
-			const char *name)
+bool gw_intent_was_done(const struct gw_intent *in, struct gw_intent_rec *rec)
 {
+	uint64_t key = gw_intent_key(in);
 	struct timespec now;
-	uint64_t key;
 	bool found = false;
 
-	key = intent_key(req, op, dir, name);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&left_lock);
 	for (size_t i = 0; i < nleft && now.tv_sec < left_until; i++) {
-		if (left[i] == key) {
+		if (left[i].key == key) {
+			if (rec)
+				*rec = left[i];
 			left[i] = left[--nleft];
 			found = true;
 			break;

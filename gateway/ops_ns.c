@@ -100,24 +100,125 @@ static void mode_sattr(mode_t mode, struct nfsc_sattr *sa)
 		}							\
 	} while (0)
 
-/* A change like a create failed with EEXIST: if a dead process had made
- * it for this very request (intent.c, resent after a crash), the file
- * that name has now, as made; else EEXIST. */
-static int redo_created(struct gw *gw, fuse_req_t req, unsigned op,
-			struct gw_inode *p, const char *name,
-			const struct nfsc_cred *cr, struct nfsc_created *c)
+/* The change req asks for, as intent.c keys it. */
+static struct gw_intent intent_of(fuse_req_t req, unsigned op, uint64_t dir,
+				  const char *name, uint64_t obj,
+				  const char *name2)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct gw_intent in = {
+		.op = op, .dir = dir, .name = name, .obj = obj, .name2 = name2,
+		.pid = (uint32_t)ctx->pid, .uid = (uint32_t)ctx->uid,
+	};
+
+	return in;
+}
+
+/* What dir/name is now, into c (0 or -errno; a name gone is -EEXIST: the
+ * change failed as a repeat, and nothing else is known). */
+static int name_now(struct gw *gw, const struct nfsc_cred *cr,
+		    struct gw_inode *dir, const char *name,
+		    struct nfsc_created *c)
 {
 	bool has_attr = false;
 	int ret;
 
-	if (!gw_intent_was_done(req, op, p->nodeid, name))
-		return -EEXIST;
 	memset(c, 0, sizeof(*c));
-	ret = nfsc_lookup(gw->nfs, cr, &p->fh, name, &c->fh, &c->attr,
+	ret = nfsc_lookup(gw->nfs, cr, &dir->fh, name, &c->fh, &c->attr,
 			  &has_attr);
-	c->has_fh = !ret;
-	c->has_attr = has_attr;
-	return ret;
+	if (!ret && !has_attr)
+		ret = nfsc_getattr(gw->nfs, cr, &c->fh, &c->attr);
+	c->has_fh = c->has_attr = !ret;
+	return ret == -ENOENT ? -EEXIST : ret;
+}
+
+/* A MKDIR, MKNOD, SYMLINK or LINK failed with EEXIST: if a dead process
+ * had sent this very change (intent.c, resent after a crash) and the file
+ * the name has now is the one it made, that file, as made; else EEXIST.
+ * The one it made: the handle the origin gave the dead process, when it
+ * heard of it; else (the crash came first) an object of the type asked
+ * for, for a LINK the source itself (src), for a SYMLINK one that points
+ * at target. */
+static int redo_created(struct gw *gw, const struct gw_intent *in,
+			enum nfsc_type type, const struct nfsc_fh *src,
+			const char *target, struct gw_inode *p,
+			const char *name, const struct nfsc_cred *cr,
+			struct nfsc_created *c)
+{
+	struct gw_intent_rec rec;
+	char now[PATH_MAX];
+	int ret;
+
+	if (!gw_intent_was_done(in, &rec))
+		return -EEXIST;
+	ret = name_now(gw, cr, p, name, c);
+	if (ret)
+		return ret;
+	if (rec.made)
+		return rec.made == gw_intent_fh_hash(&c->fh) ? 0 : -EEXIST;
+	if (src)
+		return src->len == c->fh.len &&
+		       !memcmp(src->data, c->fh.data, src->len) ? 0 : -EEXIST;
+	if (c->attr.type != type)
+		return -EEXIST;
+	if (target && (nfsc_readlink(gw->nfs, cr, &c->fh, now,
+				     sizeof(now)) || strcmp(now, target)))
+		return -EEXIST;
+	return 0;
+}
+
+/* Set what an EXCLUSIVE CREATE could not (the mode; the times, which hold
+ * the verifier) on the file it made, c; c takes the attributes after. */
+static int excl_settle(struct gw *gw, const struct nfsc_cred *cr,
+		       struct gw_inode *p, const char *name,
+		       const struct nfsc_sattr *sa, struct nfsc_created *c)
+{
+	struct nfsc_sattr set = *sa;
+	struct nfsc_post post;
+	int ret = 0;
+
+	if (!c->has_fh)
+		ret = name_now(gw, cr, p, name, c);
+	if (ret)
+		return ret == -EEXIST ? -ENOENT : ret;
+	set.atime_how = set.mtime_how = NFSC_TIME_SERVER;
+	ret = nfsc_setattr(gw->nfs, cr, &c->fh, &set, &post);
+	if (ret)
+		return ret;
+	c->has_attr = post.has_attr;
+	if (post.has_attr)
+		c->attr = post.attr;
+	return 0;
+}
+
+/* An O_EXCL CREATE failed with EEXIST: if a dead process had sent this very
+ * create (intent.c) and the file the name has now is provably the one it
+ * made (the handle the origin gave it, or, when it heard nothing, the
+ * origin answering an EXCLUSIVE CREATE with its verifier as done), that
+ * file, its attributes set as that process would have; else EEXIST. The
+ * caller opens it as any open (access checked). */
+static int redo_create(struct gw *gw, const struct gw_intent *in,
+		       struct gw_inode *p, const char *name,
+		       const struct nfsc_cred *cr, const struct nfsc_sattr *sa,
+		       struct nfsc_created *c)
+{
+	static const uint8_t none[8];
+	struct gw_intent_rec rec;
+	int ret;
+
+	if (!gw_intent_was_done(in, &rec))
+		return -EEXIST;
+	if (rec.made) {
+		ret = name_now(gw, cr, p, name, c);
+		if (!ret && rec.made != gw_intent_fh_hash(&c->fh))
+			ret = -EEXIST;
+	} else if (memcmp(rec.verf, none, sizeof(none))) {
+		ret = nfsc_create_verf(gw->nfs, cr, &p->fh, name, rec.verf,
+				       true, c);
+	} else {
+		ret = -EEXIST;
+	}
+	return ret ? ret : excl_settle(gw, cr, p, name, sa, c);
 }
 
 void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -125,6 +226,7 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	struct gw_intent in;
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
@@ -134,10 +236,14 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
-	slot = gw_intent_begin(req, GW_I_MKDIR, p->nodeid, name);
+	in = intent_of(req, GW_I_MKDIR, p->nodeid, name, 0, NULL);
+	slot = gw_intent_begin(&in, NULL);
 	ret = nfsc_mkdir(gw->nfs, &cr, &p->fh, name, &sa, &c);
+	if (!ret && c.has_fh)
+		gw_intent_made(slot, &c.fh);
 	if (ret == -EEXIST)
-		ret = redo_created(gw, req, GW_I_MKDIR, p, name, &cr, &c);
+		ret = redo_created(gw, &in, NFSC_DIR, NULL, NULL, p, name,
+				   &cr, &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -150,17 +256,19 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	struct gw_intent in;
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
-	enum nfsc_type type;
+	enum nfsc_type type = NFSC_REG;
 	unsigned slot = 0;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
-	slot = gw_intent_begin(req, GW_I_MKNOD, p->nodeid, name);
+	in = intent_of(req, GW_I_MKNOD, p->nodeid, name, 0, NULL);
+	slot = gw_intent_begin(&in, NULL);
 	switch (mode & S_IFMT) {
 	case S_IFREG:
 		ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
@@ -177,8 +285,11 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = nfsc_mknod(gw->nfs, &cr, &p->fh, name, type, &sa, major(rdev),
 			 minor(rdev), &c);
 done:
+	if (!ret && c.has_fh)
+		gw_intent_made(slot, &c.fh);
 	if (ret == -EEXIST)
-		ret = redo_created(gw, req, GW_I_MKNOD, p, name, &cr, &c);
+		ret = redo_created(gw, &in, type, NULL, NULL, p, name, &cr,
+				   &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -191,6 +302,7 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	struct gw_intent in;
 	struct nfsc_created c;
 	struct nfsc_cred cr;
 	unsigned slot;
@@ -198,10 +310,14 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
-	slot = gw_intent_begin(req, GW_I_SYMLINK, p->nodeid, name);
+	in = intent_of(req, GW_I_SYMLINK, p->nodeid, name, 0, target);
+	slot = gw_intent_begin(&in, NULL);
 	ret = nfsc_symlink(gw->nfs, &cr, &p->fh, name, target, &c);
+	if (!ret && c.has_fh)
+		gw_intent_made(slot, &c.fh);
 	if (ret == -EEXIST)
-		ret = redo_created(gw, req, GW_I_SYMLINK, p, name, &cr, &c);
+		ret = redo_created(gw, &in, NFSC_LNK, NULL, target, p, name,
+				   &cr, &c);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -214,24 +330,44 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	bool excl = fi->flags & O_EXCL, verf = excl && gw->o->supervise;
+	struct gw_intent in;
 	struct nfsc_created c;
 	struct nfsc_sattr sa;
 	struct nfsc_cred cr;
 	bool existed = false;
+	uint8_t v[8];
 	unsigned slot;
 	int ret;
 
 	ROOM_OR_ENOSPC(gw, req);
 	gw_req_cred(req, &cr);
 	mode_sattr(mode, &sa);
-	slot = gw_intent_begin(req, GW_I_CREATE, p->nodeid, name);
-	/* UNCHECKED would reset an existing file's attributes; O_EXCL asks
-	 * for GUARDED. Without O_EXCL an existing file is opened as is,
-	 * truncated only for O_TRUNC. */
-	ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
-	if (ret == -EEXIST && (fi->flags & O_EXCL))
-		ret = redo_created(gw, req, GW_I_CREATE, p, name, &cr, &c);
-	else if (ret == -EEXIST) {
+	in = intent_of(req, GW_I_CREATE, p->nodeid, name, 0, NULL);
+	slot = gw_intent_begin(&in, verf ? v : NULL);
+	/* UNCHECKED would reset an existing file's attributes: GUARDED.
+	 * Without O_EXCL an existing file is opened as is, truncated only
+	 * for O_TRUNC. With O_EXCL on a supervised mount, EXCLUSIVE with a
+	 * verifier of our own, then SETATTR (one call more, as the kernel's
+	 * NFS client does): a successor that repeats the create after a
+	 * crash can then tell the file made from one made by anyone else
+	 * since (redo_create). */
+	if (verf) {
+		ret = nfsc_create_verf(gw->nfs, &cr, &p->fh, name, v, false,
+				       &c);
+		if (!ret && c.has_fh)
+			gw_intent_made(slot, &c.fh);
+		if (!ret)
+			ret = excl_settle(gw, &cr, p, name, &sa, &c);
+	} else {
+		ret = nfsc_create(gw->nfs, &cr, &p->fh, name, &sa, true, &c);
+		if (!ret && c.has_fh)
+			gw_intent_made(slot, &c.fh);
+	}
+	if (ret == -EEXIST && excl) {
+		ret = redo_create(gw, &in, p, name, &cr, &sa, &c);
+		existed = true;		/* opened as any open */
+	} else if (ret == -EEXIST) {
 		bool has_attr = false;
 
 		/* Someone else's file, made since the kernel's LOOKUP: it is
@@ -264,6 +400,7 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, newparent, p);
 	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
+	struct gw_intent in;
 	struct nfsc_created c;
 	struct nfsc_post post;
 	struct nfsc_cred cr;
@@ -271,10 +408,13 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	int ret;
 
 	gw_req_cred(req, &cr);
-	slot = gw_intent_begin(req, GW_I_LINK, p->nodeid, newname);
+	in = intent_of(req, GW_I_LINK, p->nodeid, newname, ino->nodeid, NULL);
+	slot = gw_intent_begin(&in, NULL);
+	gw_intent_made(slot, &ino->fh);		/* the file is known */
 	ret = nfsc_link(gw->nfs, &cr, &ino->fh, &p->fh, newname, &post);
 	if (ret == -EEXIST) {
-		ret = redo_created(gw, req, GW_I_LINK, p, newname, &cr, &c);
+		ret = redo_created(gw, &in, 0, &ino->fh, NULL, p, newname,
+				   &cr, &c);
 	} else if (!ret) {
 		memset(&c, 0, sizeof(c));
 		c.fh = ino->fh;
@@ -296,15 +436,16 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	struct gw_intent in;
 	struct nfsc_cred cr;
 	unsigned slot;
 	int ret;
 
 	gw_req_cred(req, &cr);
-	slot = gw_intent_begin(req, GW_I_RMDIR, p->nodeid, name);
+	in = intent_of(req, GW_I_RMDIR, p->nodeid, name, 0, NULL);
+	slot = gw_intent_begin(&in, NULL);
 	ret = rm(gw->nfs, &cr, &p->fh, name);
-	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_RMDIR, p->nodeid,
-						 name))
+	if (ret == -ENOENT && gw_intent_was_done(&in, NULL))
 		ret = 0;
 	if (!ret) {
 		dir_changed(p);
@@ -348,6 +489,7 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
+	struct gw_intent in;
 	struct gw_inode *v;
 	struct nfsc_attr a;
 	struct nfsc_cred cr;
@@ -358,7 +500,8 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* 1. Which file loses the name. 2. Open through the mount and this
 	 *    its last name: a hidden name keeps it for the open descriptors
 	 *    (the origin would destroy it); else REMOVE. */
-	slot = gw_intent_begin(req, GW_I_REMOVE, p->nodeid, name);
+	in = intent_of(req, GW_I_REMOVE, p->nodeid, name, 0, NULL);
+	slot = gw_intent_begin(&in, NULL);
 	v = victim_get(gw, &cr, p, name, &a);
 	if (v && gw_silly_is(v, p, name))
 		ret = -EBUSY;
@@ -366,8 +509,7 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = gw_silly_rename(gw, &cr, p, name, v, &a);
 	else
 		ret = nfsc_remove(gw->nfs, &cr, &p->fh, name);
-	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_REMOVE, p->nodeid,
-						 name))
+	if (ret == -ENOENT && gw_intent_was_done(&in, NULL))
 		ret = 0;
 	if (!ret) {
 		dir_changed(p);
@@ -393,6 +535,7 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	GW_INODE_OR_ESTALE(gw, req, parent, p);
 	GW_INODE_OR_ESTALE(gw, req, newparent, np);
 	struct gw_inode *v = NULL, *moved = NULL;
+	struct gw_intent in;
 	struct nfsc_attr va, ma;
 	struct nfsc_cred cr;
 	bool silly = false;
@@ -434,10 +577,10 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			silly = true;
 		}
 	}
-	slot = gw_intent_begin(req, GW_I_RENAME, p->nodeid, name);
+	in = intent_of(req, GW_I_RENAME, p->nodeid, name, np->nodeid, newname);
+	slot = gw_intent_begin(&in, NULL);
 	ret = nfsc_rename(gw->nfs, &cr, &p->fh, name, &np->fh, newname);
-	if (ret == -ENOENT && gw_intent_was_done(req, GW_I_RENAME, p->nodeid,
-						 name))
+	if (ret == -ENOENT && gw_intent_was_done(&in, NULL))
 		ret = 0;
 	if (ret && silly)
 		gw_silly_undo(gw, np, newname, v);

@@ -13,6 +13,7 @@
  *   - the origin's last WRITE verifier, so that a successor after a crash
  *     can tell whether writes the dead process acknowledged unstable
  *     survived (their COMMIT answers the same verifier);
+ *   - the changes sent to the origin and not yet answered (intent.c);
  *   - takeover counters (generation, pause) and pids for the metrics.
  * The records are written by the request path without a lock: a record's
  * id is stored last (release) and cleared first; a successor reads them
@@ -29,7 +30,7 @@
 #define GW_STATE_MAGIC 0x31746174737767ULL	/* "gwstat1" */
 /* Bump when struct gw_state or struct gw_hrec change: an upgrade to a
  * binary of another version is refused before the old process stops. */
-#define GW_STATE_VERSION 1
+#define GW_STATE_VERSION 2
 #define GW_STATE_INIT_MAX 512
 #define GW_STATE_SLOTS (1024u * 4096u)	/* handles.c: H_PAGE * H_PAGES */
 #define GW_STATE_INTENTS 512u
@@ -45,6 +46,16 @@ struct gw_hrec {
 					 * writer has not been told yet */
 	uint32_t pad;
 	struct nfsc_cred cred;		/* the opener's */
+};
+
+/* A change at the origin sent and not yet answered to the kernel
+ * (intent.c). */
+struct gw_intent_rec {
+	uint64_t key;			/* 0: a free slot */
+	uint64_t made;			/* a create: hash of the handle the
+					 * origin answered; 0: none yet */
+	uint8_t verf[8];		/* an O_EXCL create: its EXCLUSIVE
+					 * verifier; zeros: none */
 };
 
 struct gw_state {
@@ -73,8 +84,8 @@ struct gw_state {
 	uint64_t verf;			/* the origin's last WRITE verifier
 					 * (its 8 bytes; 0: none seen) */
 	/* Changes at the origin sent and not yet answered to the kernel
-	 * (intent.c): a key per operation, 0 when free. */
-	uint64_t intents[GW_STATE_INTENTS];
+	 * (intent.c): one per operation. */
+	struct gw_intent_rec intents[GW_STATE_INTENTS];
 	struct gw_hrec recs[];		/* GW_STATE_SLOTS */
 };
 

@@ -83,6 +83,8 @@ struct nfsc_req {
 		struct {
 			bool exclusive; enum nfsc_type type;
 			uint32_t major, minor;
+			bool verf_set;	/* CREATE EXCLUSIVE with verf */
+			uint8_t verf[8];
 		} mk;
 	} u;
 	struct nfsc_post *post;		/* SETATTR, WRITE, COMMIT, LINK */
