@@ -96,9 +96,20 @@ static void probe(struct nfsc *n)
 		probe_done(ret, p);
 }
 
+/* Nanoseconds without an answer at now. A service thread may stamp an
+ * answer after the watcher read the clock and before it loaded the stamp:
+ * last is then a little after now, and that is an answer just now, not
+ * 2^64 ns of quiet (that took the origin for lost: a log line, and
+ * idempotent calls refused with EHOSTDOWN until the next answer). */
+static uint64_t quiet_ns(uint64_t now, uint64_t last)
+{
+	return now > last ? now - last : 0;
+}
+
 bool nfsc_origin_probe_due(uint64_t now, uint64_t last, uint64_t last_probe)
 {
-	return now - last >= 1000000000u && now - last_probe >= 1000000000u;
+	return quiet_ns(now, last) >= 1000000000u &&
+	       now - last_probe >= 1000000000u;
 }
 
 enum nfsc_origin_change nfsc_origin_look(struct nfsc *n, uint64_t now,
@@ -107,7 +118,7 @@ enum nfsc_origin_change nfsc_origin_look(struct nfsc *n, uint64_t now,
 	const uint64_t limit = (uint64_t)n->opts.offline * 1000000000u;
 	bool lost = __atomic_load_n(&n->lost, __ATOMIC_RELAXED);
 
-	if (!lost && now - last >= limit) {
+	if (!lost && quiet_ns(now, last) >= limit) {
 		n->lost_since_ns = last;
 		__atomic_store_n(&n->lost, 1, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&n->lost_total, 1, __ATOMIC_RELAXED);

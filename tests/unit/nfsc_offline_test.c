@@ -5,7 +5,8 @@
  * calls refused (-EHOSTDOWN, never queued) while lost, queued again from
  * the first answer after; a gateway started without its origin stays lost
  * until an answer; an answer stamped just after the watcher read the clock
- * is an answer, not 2^64 ns of quiet; without offline= nothing is lost. */
+ * is an answer, not 2^64 ns of quiet (which made a busy gateway lose its
+ * origin for a moment); without offline= nothing is lost. */
 #include "nfsc_helpers.h"
 
 #define S 1000000000ull		/* ns */
@@ -106,7 +107,21 @@ int main(void)
 	CHECK_EQ(stat_of(n).lost_total, 1);
 	t_pool_free(n);
 
-	/* 7. Without offline= the origin is never lost, whatever the flag
+	/* 7. A service thread stamps an answer between the watcher's clock
+	 * read and its load of the stamp: the stamp is then a few ns after
+	 * now. That is an answer, not quiet (2^64 ns of it, unsigned). */
+	n = t_pool_new(1);
+	n->opts.offline = 3;
+	CHECK(!nfsc_origin_probe_due(t, t + 5, 0));
+	CHECK_EQ(nfsc_origin_look(n, t, t + 5), NFSC_ORIGIN_SAME);
+	CHECK(!nfsc_origin_lost(n));
+	CHECK_EQ(stat_of(n).lost_total, 0);
+	n->lost = 1;			/* and while lost, it is one */
+	n->lost_since_ns = t - 10 * S;
+	CHECK_EQ(nfsc_origin_look(n, t, t + 5), NFSC_ORIGIN_BACK);
+	t_pool_free(n);
+
+	/* 8. Without offline= the origin is never lost, whatever the flag
 	 * says (the watcher does not run). */
 	n = t_pool_new(1);
 	n->lost = 1;
