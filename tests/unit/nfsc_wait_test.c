@@ -17,10 +17,10 @@ static struct nfsc_fh fh = { .len = 4, .data = { 4, 3, 2, 1 } };
 struct caller {
 	struct nfsc *n;
 	const void *token;
-	struct nfsc_intr *intr;		/* lock; set before the first call */
+	struct nfsc_intr *intr;		/* lock; set before any call */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int go;				/* lock: calls may start (phase 2) */
+	int go;				/* lock: calls that may start */
 	int calls;
 	int ret[4];
 	struct nfsc_attr attr[4];
