@@ -10,9 +10,11 @@
  *   - one record per open file or directory (fi->fh), indexed by the
  *     handle's slot, written before the open's reply and cleared at its
  *     release (handles.c): a successor adopts them;
- *   - the origin's last WRITE verifier, so that a successor after a crash
- *     can tell whether writes the dead process acknowledged unstable
- *     survived (their COMMIT answers the same verifier);
+ *   - in each writer's record, what of its file the origin answered
+ *     UNSTABLE and has not committed (the verifier it came under), so
+ *     that a successor after a crash can tell whether writes the dead
+ *     process acknowledged survived (their COMMIT answers the same
+ *     verifier), and the write error the writer has not been told yet;
  *   - takeover counters (generation, pause) and pids for the metrics.
  * The records are written by the request path without a lock: a record's
  * id is stored last (release) and cleared first; a successor reads them
@@ -29,21 +31,34 @@
 #define GW_STATE_MAGIC 0x31746174737767ULL	/* "gwstat1" */
 /* Bump when struct gw_state or struct gw_hrec change: an upgrade to a
  * binary of another version is refused before the old process stops. */
-#define GW_STATE_VERSION 1
+#define GW_STATE_VERSION 2
 #define GW_STATE_INIT_MAX 512
 #define GW_STATE_SLOTS (1024u * 4096u)	/* handles.c: H_PAGE * H_PAGES */
 #define GW_STATE_INTENTS 512u
 
 enum { GW_HREC_FILE = 1, GW_HREC_DIR = 2 };
 
+/* A writer's record of its file's data that the origin answered UNSTABLE
+ * and that no COMMIT has covered yet (write_commit.c keeps it, for every
+ * writer of the file, as the file's uncommitted extents change): */
+enum {
+	GW_UNSTABLE = 1,	/* there is some; verf: the verifier of a
+				 * WRITE that sent it */
+	GW_UNSTABLE_MIXED = 2,	/* it came under more than one verifier (or
+				 * one WRITE's pieces under two): the origin
+				 * restarted in between and lost some */
+};
+
 struct gw_hrec {
 	uint64_t id;			/* fi->fh; 0: a free slot */
 	uint64_t nodeid;
 	uint32_t kind;			/* GW_HREC_FILE, GW_HREC_DIR */
 	uint32_t writer;		/* opened for writing */
-	int32_t werr;			/* handed over: a write error this
-					 * writer has not been told yet */
-	uint32_t pad;
+	int32_t werr;			/* a write error this writer has not
+					 * been told yet (errseq) */
+	uint32_t unstable;		/* GW_UNSTABLE, GW_UNSTABLE_MIXED */
+	uint64_t verf;			/* with GW_UNSTABLE: the WRITE
+					 * verifier (its 8 bytes) */
 	struct nfsc_cred cred;		/* the opener's */
 };
 
@@ -70,8 +85,6 @@ struct gw_state {
 	uint32_t last_was_crash;
 	uint32_t slots_hwm;		/* records at or past it were never
 					 * written */
-	uint64_t verf;			/* the origin's last WRITE verifier
-					 * (its 8 bytes; 0: none seen) */
 	/* Changes at the origin sent and not yet answered to the kernel
 	 * (intent.c): a key per operation, 0 when free. */
 	uint64_t intents[GW_STATE_INTENTS];
@@ -84,20 +97,5 @@ struct gw_state {
 /* The mapping of this process (NULL: none; then handles are not
  * recorded). Set at start, before any request. */
 extern struct gw_state *gw_state;
-
-/* Note the verifier of a WRITE the origin answered (write.c). */
-static inline void gw_state_note_verf(const uint8_t verf[8])
-{
-	struct gw_state *st = gw_state;
-	uint64_t v;
-
-	if (!st)
-		return;
-	__builtin_memcpy(&v, verf, 8);
-	/* Stored only when it changes (an origin restart): no cache line
-	 * bounced between writers otherwise. */
-	if (__atomic_load_n(&st->verf, __ATOMIC_RELAXED) != v)
-		__atomic_store_n(&st->verf, v, __ATOMIC_RELAXED);
-}
 
 #endif
