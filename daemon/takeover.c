@@ -442,7 +442,9 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 	/* The control threads read these (the metrics): atomic. */
 	if (successor) {
 		uint64_t gen = st->generation + 1;
-		uint64_t pause = mono_ns() - st->stopped_ns;
+		uint64_t pause = mono_ns() -
+				 __atomic_load_n(&st->stopped_ns,
+						 __ATOMIC_RELAXED);
 
 		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
@@ -509,7 +511,9 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: another takeover is under way\n");
 		return;
 	}
-	gw_state->stopped_ns = mono_ns();
+	/* Atomic: an upgrade asked for as soon as this process serves
+	 * races with gw_takeover_serving's read. */
+	__atomic_store_n(&gw_state->stopped_ns, mono_ns(), __ATOMIC_RELAXED);
 	if (gw_drain_takeover()) {
 		__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
 		close(mine);
