@@ -21,7 +21,7 @@
  * Crash: the supervisor (supervise.c) holds a copy of both descriptors and
  * starts a successor the same way; what the dead process acknowledged but
  * had not committed is COMMITted by the successor, and a verifier other
- * than the dead process's last WRITE's is reported to the writers.
+ * than the one the writers' records name for it is reported to them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -283,7 +283,6 @@ struct commit_pool {
 	struct gw *gw;
 	struct adopt_commit *c;
 	size_t n;
-	uint64_t verf;
 };
 
 static void log_lost(uint64_t nodeid)
@@ -295,9 +294,9 @@ static void log_lost(uint64_t nodeid)
 }
 
 static int commit_one(struct gw *gw, struct gw_inode *ino,
-		      const struct nfsc_cred *cr, uint64_t verf)
+		      const struct nfsc_cred *cr)
 {
-	int ret = gw_write_adopt_commit(gw, ino, cr, verf);
+	int ret = gw_write_adopt_commit(gw, ino, cr);
 
 	if (ret)
 		log_lost(ino->nodeid);
@@ -308,14 +307,13 @@ static void commit_in_pool(void *arg, size_t i)
 {
 	struct commit_pool *p = arg;
 
-	p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino, p->c[i].cr,
-					    p->verf);
+	p->c[i].ret = gw_write_adopt_commit(p->gw, p->c[i].ino, p->c[i].cr);
 }
 
 static void commit_adopted(struct gw *gw, struct adopted *ad)
 {
 	struct gw_state *st = gw_state;
-	struct commit_pool pool = { .gw = gw, .verf = st->verf };
+	struct commit_pool pool = { .gw = gw };
 	size_t cap = 0;
 
 	for (uint32_t i = 0; i < st->slots_hwm; i++) {
@@ -337,7 +335,7 @@ static void commit_adopted(struct gw *gw, struct adopted *ad)
 			if (!nv) {	/* this one now, alone (a later record
 					 * of the same file commits it again:
 					 * a COMMIT too many, nothing lost) */
-				if (commit_one(gw, ino, &r->cred, pool.verf))
+				if (commit_one(gw, ino, &r->cred))
 					ad->lost++;
 				else
 					ad->committed++;
@@ -412,7 +410,10 @@ int gw_takeover_adopt(struct gw *gw)
 			ad.files++;
 			ad.writers += r->writer != 0;
 		}
-		r->werr = 0;
+		/* Handed over: the old process committed its writers' data
+		 * or left the error in werr; nothing left to check. */
+		if (!crashed)
+			r->unstable = 0;
 	}
 	gw_files_adopted_attach(gw, files, nfiles);
 	free(files);
@@ -441,7 +442,9 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 	/* The control threads read these (the metrics): atomic. */
 	if (successor) {
 		uint64_t gen = st->generation + 1;
-		uint64_t pause = mono_ns() - st->stopped_ns;
+		uint64_t pause = mono_ns() -
+				 __atomic_load_n(&st->stopped_ns,
+						 __ATOMIC_RELAXED);
 
 		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
@@ -508,7 +511,9 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: another takeover is under way\n");
 		return;
 	}
-	gw_state->stopped_ns = mono_ns();
+	/* Atomic: an upgrade asked for as soon as this process serves
+	 * races with gw_takeover_serving's read. */
+	__atomic_store_n(&gw_state->stopped_ns, mono_ns(), __ATOMIC_RELAXED);
 	if (gw_drain_takeover()) {
 		__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
 		close(mine);

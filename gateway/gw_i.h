@@ -254,6 +254,9 @@ struct gw_inode {
 	struct gw_extent *uncommitted;	/* written, not yet COMMITted:
 					 * newest first (write.c) */
 	size_t uncommitted_bytes;
+	uint32_t unstable;		/* what the uncommitted list holds, */
+	uint64_t unstable_verf;		/* as the writers' records say it
+					 * (GW_UNSTABLE..., takeover.h) */
 	bool committing;		/* a COMMIT round is running; */
 	bool resending;			/* it writes lost extents again (new
 					 * writes wait). fetch_cond is
@@ -430,6 +433,8 @@ void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
 int gw_handle_adopt(struct gw_handle *h,
 		    void (*release)(struct gw *, struct gw_handle *),
 		    uint64_t id);
+/* h's record (gw_state->recs), or NULL: no state. */
+struct gw_hrec *gw_handle_rec(const struct gw_handle *h);
 /* After the last gw_handle_adopt: the slots between free again. */
 int gw_handles_adopted(void);
 /* Handing over: releases from now on leave the records alone. */
@@ -447,6 +452,10 @@ struct gw_file {
 	bool writer;			/* opened for writing */
 	uint64_t werr_seen;		/* ino->werr_seq it has reported */
 	struct gw_file *wnext;		/* in ino->wfiles, ino->lock */
+	struct gw_hrec *rec;		/* a writer's record for a successor,
+					 * kept by the write path from when it
+					 * is published (NULL: not yet, or no
+					 * records); ino->lock */
 	bool inval_attr;		/* the open found a new version: the
 					 * kernel's attributes are stale */
 };
@@ -597,21 +606,32 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      bool writepage);
 /* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
 void gw_set_kernel_dirty_limits(const struct gw_opts *o);
-/* commit: COMMIT first. Then the write error f should see: for a writer,
- * the last write-back WRITE or COMMIT failure since its last report, once
- * (errseq); for a reader none; with no f, this COMMIT's. */
+/* COMMIT, then the write error f should see: for a writer, the last
+ * write-back WRITE or COMMIT failure since it was last told at an fsync
+ * (errseq, per open file as the kernel's f_wb_err); for a reader none;
+ * with no f, this COMMIT's. fsync: f has been told. A close (FLUSH) tells
+ * and keeps it, as the NFS client's close does: the FLUSH of a descriptor
+ * that another process inherited and closed (a child's exit or exec)
+ * comes through the same open file, and must not take the error from
+ * the writer's own fsync and close. */
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
-		   bool commit);
+		   bool fsync);
 void gw_write_forget(struct gw_inode *ino);
-/* A successor's (takeover.h): a write error the last process had for f
- * (NULL: for every writer open now), reported at its next flush/fsync. */
-void gw_write_adopt_err(struct gw_inode *ino, struct gw_file *f, int err);
-/* After a crash: COMMIT what the dead process had written, as cr; a
- * verifier other than want_verf (its last WRITE's; 0: unknown) means the
- * origin restarted meanwhile and may have lost it: -EIO. An error is
- * recorded for the writers (errseq). */
+/* f was just published (gw_handle_publish): its record follows the
+ * file's uncommitted data from now on. */
+void gw_write_file_published(struct gw_inode *ino, struct gw_file *f);
+/* A successor's (takeover.h), under ino->lock: the writer f, adopted and
+ * just listed in ino->wfiles, keeps its record up to date from now on; the
+ * write error the record holds is f's alone to tell. */
+void gw_write_adopt_locked(struct gw_inode *ino, struct gw_file *f);
+/* After a crash: COMMIT what the dead process had written and not
+ * committed (as its writers' records say), as cr. A verifier other than
+ * the one it came under, or more than one, means the origin restarted
+ * meanwhile and lost some of it: -EIO. An error is recorded for the
+ * writers (errseq, and in their records). Nothing recorded: 0, with no
+ * COMMIT. */
 int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
-			  const struct nfsc_cred *cr, uint64_t want_verf);
+			  const struct nfsc_cred *cr);
 /* The credentials of the files open for writing on ino other than cr,
  * each once, oldest open first, into out; at most GW_CRED_TRIES. */
 #define GW_CRED_TRIES 8

@@ -239,8 +239,19 @@ void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
 	r->kind = kind;
 	r->writer = writer;
 	r->werr = 0;
+	r->unstable = 0;
+	r->verf = 0;
 	r->cred = *cred;
 	__atomic_store_n(&r->id, id, __ATOMIC_RELEASE);
+}
+
+struct gw_hrec *gw_handle_rec(const struct gw_handle *h)
+{
+	uint64_t id = __atomic_load_n(&h->id, __ATOMIC_RELAXED);
+
+	if (!gw_state || !(uint32_t)id)
+		return NULL;
+	return &gw_state->recs[(uint32_t)id - 1];
 }
 
 int gw_handle_adopt(struct gw_handle *h,

@@ -26,7 +26,7 @@ static void file_release(struct gw *gw, struct gw_handle *h)
 		free(f);
 		return;
 	}
-	if (gw_write_flush(gw, ino, f, true)) {
+	if (gw_write_flush(gw, ino, f, false)) {
 		gw_log("commit at exit of inode %llu failed",
 		       (unsigned long long)f->nodeid);
 		__atomic_add_fetch(&gw->exit_commit_errors, 1,
@@ -170,6 +170,7 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	f->nodeid = ino->nodeid;
 	fi->fh = f->h.id;
 	gw_handle_publish(&f->h, GW_HREC_FILE, f->nodeid, &f->cred, f->writer);
+	gw_write_file_published(ino, f);
 	return 0;
 
 out_free:
@@ -298,7 +299,9 @@ void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
 		 off, fi->writepage);
 }
 
-/* close(2) and fsync(2): COMMIT, and report what an earlier WRITE hit. */
+/* close(2) and fsync(2): COMMIT, and report what an earlier WRITE hit
+ * (a close of any descriptor of the file, in any process, is a FLUSH:
+ * only fsync marks the error told, gw_write_flush). */
 void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 		     struct fuse_file_info *fi)
 {
@@ -306,14 +309,18 @@ void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
 	fuse_reply_err(req, -gw_write_flush(gw, ino,
-				gw_file_of(fi), true));
+				gw_file_of(fi), false));
 }
 
 void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 		     struct fuse_file_info *fi)
 {
+	struct gw *gw = req_gw(req);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
+
 	(void)datasync;
-	gw_flush(req, nodeid, fi);
+	fuse_reply_err(req, -gw_write_flush(gw, ino,
+				gw_file_of(fi), true));
 }
 
 /* NFSv3 has no ALLOCATE: say so, rather than pretend with zeros. */
@@ -340,7 +347,7 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 	if (ino) {
 		/* Data written without a flush (e.g. by a re-exporter) is
 		 * committed before the file is let go. */
-		if (gw_write_flush(gw, ino, NULL, true))
+		if (gw_write_flush(gw, ino, NULL, false))
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
 		gw_file_release(gw, ino, gw_file_of(fi));
@@ -371,7 +378,8 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 
 /* The writers' data committed, 16 files at a time (one round trip each:
  * the clients wait for them all); an error a writer has not been told
- * goes with its record to the successor. */
+ * stays in its record for the successor (gw_write_flush, not an fsync,
+ * leaves it untold). */
 struct handover_item {
 	struct gw_file *f;
 	struct gw_inode *ino;
@@ -384,12 +392,10 @@ struct handover {
 	size_t n, cap, errs;
 };
 
-static void handover_result(struct handover *ho, struct gw_file *f, int ret)
+static void handover_result(struct handover *ho, int ret)
 {
-	if (ret < 0 && gw_state) {
-		gw_state->recs[(uint32_t)f->h.id - 1].werr = -ret;
+	if (ret < 0)
 		ho->errs++;
-	}
 }
 
 static void handover_note(struct gw *gw, struct gw_handle *h, void *arg)
@@ -406,7 +412,7 @@ static void handover_note(struct gw *gw, struct gw_handle *h, void *arg)
 		void *nv = realloc(ho->it, c * sizeof(*ho->it));
 
 		if (!nv) {	/* this one now, alone */
-			handover_result(ho, f, gw_write_flush(gw, ino, f, true));
+			handover_result(ho, gw_write_flush(gw, ino, f, false));
 			return;
 		}
 		ho->it = nv;
@@ -420,7 +426,7 @@ static void handover_commit(void *arg, size_t i)
 	struct handover *ho = arg;
 
 	ho->it[i].ret = gw_write_flush(ho->gw, ho->it[i].ino, ho->it[i].f,
-				       true);
+				       false);
 }
 
 size_t gw_files_handover(struct gw *gw)
@@ -430,7 +436,7 @@ size_t gw_files_handover(struct gw *gw)
 	gw_handles_each(gw, handover_note, &ho);
 	worker_parallel(ho.n, 16, handover_commit, &ho);
 	for (size_t i = 0; i < ho.n; i++)
-		handover_result(&ho, ho.it[i].f, ho.it[i].ret);
+		handover_result(&ho, ho.it[i].ret);
 	free(ho.it);
 	return ho.errs;
 }
@@ -460,14 +466,12 @@ int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
 	ino->opened_before = false;	/* the next open drops the pages */
 	if (f->writer) {
 		ino->writers++;
-		f->werr_seen = ino->werr_seq;
 		for (pp = &ino->wfiles; *pp; pp = &(*pp)->wnext)
 			;
 		*pp = f;
+		gw_write_adopt_locked(ino, f);
 	}
 	pthread_mutex_unlock(&ino->lock);
-	if (r->werr)
-		gw_write_adopt_err(ino, f, -r->werr);
 	out->ino = ino;
 	out->f = f;
 	return 0;

@@ -708,7 +708,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 	/* Uncommitted writes are committed before a truncate: kept for a
 	 * resend after it, they could bring cut data back. */
 	if (sa.set_size) {
-		ret = gw_write_flush(gw, ino, NULL, true);
+		ret = gw_write_flush(gw, ino, NULL, false);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;

@@ -10,9 +10,11 @@
  *   - one record per open file or directory (fi->fh), indexed by the
  *     handle's slot, written before the open's reply and cleared at its
  *     release (handles.c): a successor adopts them;
- *   - the origin's last WRITE verifier, so that a successor after a crash
- *     can tell whether writes the dead process acknowledged unstable
- *     survived (their COMMIT answers the same verifier);
+ *   - in each writer's record, what of its file the origin answered
+ *     UNSTABLE and has not committed (the verifier it came under), so
+ *     that a successor after a crash can tell whether writes the dead
+ *     process acknowledged survived (their COMMIT answers the same
+ *     verifier), and the write error the writer has not been told yet;
  *   - the changes sent to the origin and not yet answered (intent.c);
  *   - takeover counters (generation, pause) and pids for the metrics.
  * The records are written by the request path without a lock: a record's
@@ -37,14 +39,27 @@
 
 enum { GW_HREC_FILE = 1, GW_HREC_DIR = 2 };
 
+/* A writer's record of its file's data that the origin answered UNSTABLE
+ * and that no COMMIT has covered yet (write_commit.c keeps it, for every
+ * writer of the file, as the file's uncommitted extents change): */
+enum {
+	GW_UNSTABLE = 1,	/* there is some; verf: the verifier of a
+				 * WRITE that sent it */
+	GW_UNSTABLE_MIXED = 2,	/* it came under more than one verifier (or
+				 * one WRITE's pieces under two): the origin
+				 * restarted in between and lost some */
+};
+
 struct gw_hrec {
 	uint64_t id;			/* fi->fh; 0: a free slot */
 	uint64_t nodeid;
 	uint32_t kind;			/* GW_HREC_FILE, GW_HREC_DIR */
 	uint32_t writer;		/* opened for writing */
-	int32_t werr;			/* handed over: a write error this
-					 * writer has not been told yet */
-	uint32_t pad;
+	int32_t werr;			/* a write error this writer has not
+					 * been told yet (errseq) */
+	uint32_t unstable;		/* GW_UNSTABLE, GW_UNSTABLE_MIXED */
+	uint64_t verf;			/* with GW_UNSTABLE: the WRITE
+					 * verifier (its 8 bytes) */
 	struct nfsc_cred cred;		/* the opener's */
 };
 
@@ -81,8 +96,6 @@ struct gw_state {
 	uint32_t last_was_crash;
 	uint32_t slots_hwm;		/* records at or past it were never
 					 * written */
-	uint64_t verf;			/* the origin's last WRITE verifier
-					 * (its 8 bytes; 0: none seen) */
 	/* Changes at the origin sent and not yet answered to the kernel
 	 * (intent.c): one per operation. */
 	struct gw_intent_rec intents[GW_STATE_INTENTS];
@@ -95,20 +108,5 @@ struct gw_state {
 /* The mapping of this process (NULL: none; then handles are not
  * recorded). Set at start, before any request. */
 extern struct gw_state *gw_state;
-
-/* Note the verifier of a WRITE the origin answered (write.c). */
-static inline void gw_state_note_verf(const uint8_t verf[8])
-{
-	struct gw_state *st = gw_state;
-	uint64_t v;
-
-	if (!st)
-		return;
-	__builtin_memcpy(&v, verf, 8);
-	/* Stored only when it changes (an origin restart): no cache line
-	 * bounced between writers otherwise. */
-	if (__atomic_load_n(&st->verf, __ATOMIC_RELAXED) != v)
-		__atomic_store_n(&st->verf, v, __ATOMIC_RELAXED);
-}
 
 #endif

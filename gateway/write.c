@@ -18,7 +18,10 @@
  *    too much uncommitted data) has been answered. A COMMIT whose verifier
  *    differs, or an extent whose pieces got different verifiers, means the
  *    origin restarted and may have lost them: those extents are written
- *    again, now FILE_SYNC, before the flush is answered.
+ *    again, now FILE_SYNC, before the flush is answered. The writers'
+ *    records (takeover.h) say which verifiers the list holds, for a
+ *    successor after a crash, which has no copy to write again
+ *    (write_commit.c).
  * 4. The post-op attributes of the WRITEs become the inode's attributes
  *    and the cache object's coherency data, so the gateway's own writes do
  *    not look like a change at the origin; the cache takes the new bytes
@@ -33,7 +36,6 @@
 #include "cache.h"
 #include "lockcheck.h"
 #include "write_i.h"
-#include "takeover.h"
 
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, char *buf, size_t size, off_t off,
@@ -89,8 +91,6 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 				 (uint64_t)off, false, judge ? &known : NULL,
 				 &res);
 	memcpy(e->verf, res.verf, 8);
-	if (!ret && res.have_verf)
-		gw_state_note_verf(res.verf);
 	e->mixed = res.mixed;
 	gw_window_put(gw, size);
 	/* Fetches started before now may hold what this write replaced. */
@@ -182,9 +182,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		ino->open_attr = res.post.attr;
 	ino->writes_done++;
 	pthread_cond_broadcast(&ino->fetch_cond);
-	e->next = ino->uncommitted;
-	ino->uncommitted = e;
-	ino->uncommitted_bytes += size;
+	wr_list_locked(ino, e);
 	commit_now = ino->uncommitted_bytes >= GW_COMMIT_WAIT ||
 		     (ino->uncommitted_bytes >= GW_COMMIT_AFTER &&
 		      !ino->committing);
@@ -208,6 +206,7 @@ void gw_write_forget(struct gw_inode *ino)
 	l = ino->uncommitted;
 	ino->uncommitted = NULL;
 	ino->uncommitted_bytes = 0;
+	ino->unstable = 0;	/* no writer is open: no record says it */
 	pthread_mutex_unlock(&ino->lock);
 	wr_free_extents(l);
 }

@@ -1,12 +1,14 @@
 /* write_commit.c - COMMIT: uncommitted extents in rounds, resending
  * FILE_SYNC what a restart of the origin may have lost (a verifier that
- * changed), and the flush that waits for all of it.
+ * changed), what the writers' records say of them for a successor after a
+ * crash, and the flush that waits for all of it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
+#include "takeover.h"
 #include "write_i.h"
 
 /* ---- committing ----
@@ -51,11 +53,85 @@ void wr_free_extents(struct gw_extent *e)
 	}
 }
 
+/* ---- what the writers' records say (takeover.h) ----
+ *
+ * A successor after a crash holds no copy of what the dead process had
+ * written and not committed: it can only COMMIT it and compare verifiers,
+ * as the Linux NFS client does per request. So every writer's record
+ * holds what its file's uncommitted list holds (GW_UNSTABLE, a verifier
+ * it came under, GW_UNSTABLE_MIXED for more than one), rewritten when that
+ * changes: an extent listed into an empty list or under another verifier,
+ * a round unlisting what it committed. One verifier for the mount would
+ * not do: file A written under V1, the origin restarted (A lost), file B
+ * written under V2 - A's COMMIT answers V2 too.
+ */
+
+static void rec_store(struct gw_hrec *r, uint32_t fl, uint64_t verf)
+{
+	/* In the order that leaves a record killed between the two stores
+	 * claiming more than the list holds, never less: at worst a
+	 * successor COMMITs once more, or reports a loss that was not. */
+	if (fl) {
+		__atomic_store_n(&r->verf, verf, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->unstable, fl, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&r->unstable, fl, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->verf, verf, __ATOMIC_RELAXED);
+	}
+}
+
+static void unstable_set_locked(struct gw_inode *ino, uint32_t fl,
+				uint64_t verf)
+{
+	struct gw_file *f;
+
+	GW_ASSERT_HELD(&ino->lock);
+	if (fl == ino->unstable && (!fl || verf == ino->unstable_verf))
+		return;
+	ino->unstable = fl;
+	ino->unstable_verf = verf;
+	for (f = ino->wfiles; f; f = f->wnext)
+		if (f->rec)
+			rec_store(f->rec, fl, verf);
+}
+
+void wr_list_locked(struct gw_inode *ino, struct gw_extent *e)
+{
+	uint32_t fl = ino->unstable;
+	uint64_t verf = ino->unstable_verf;
+
+	GW_ASSERT_HELD(&ino->lock);
+	e->next = ino->uncommitted;
+	ino->uncommitted = e;
+	ino->uncommitted_bytes += e->len;
+	wr_unstable_add_extent(&fl, &verf, e);
+	unstable_set_locked(ino, fl, verf);
+}
+
 /* Unlist first and everything older. */
 static void cut_locked(struct gw_inode *ino, struct gw_extent *first)
 {
+	struct gw_extent *e;
+	uint32_t fl = 0;
+	uint64_t verf = 0;
+
 	GW_ASSERT_HELD(&ino->lock);
 	wr_extents_cut(&ino->uncommitted, &ino->uncommitted_bytes, first);
+	/* What is left: written while the round ran. */
+	for (e = ino->uncommitted; e; e = e->next)
+		wr_unstable_add_extent(&fl, &verf, e);
+	unstable_set_locked(ino, fl, verf);
+}
+
+void gw_write_file_published(struct gw_inode *ino, struct gw_file *f)
+{
+	if (!f->writer)
+		return;
+	pthread_mutex_lock(&ino->lock);
+	f->rec = gw_handle_rec(&f->h);
+	if (f->rec)
+		rec_store(f->rec, ino->unstable, ino->unstable_verf);
+	pthread_mutex_unlock(&ino->lock);
 }
 
 static void round_begin(struct gw_inode *ino)
@@ -119,6 +195,13 @@ static int resend_lost(struct gw *gw, struct gw_inode *ino,
 		       (unsigned long long)v[i]->off);
 		ret = wr_send_range_as(gw, ino, &v[i]->cred, v[i]->data,
 				    v[i]->len, v[i]->off, true, NULL, &r);
+		/* Stable now, under this verifier: one newer than the round
+		 * stays listed, and is neither sent again by the next round
+		 * nor taken for lost by a successor (its records). */
+		if (!ret && r.have_verf) {
+			memcpy(v[i]->verf, r.verf, 8);
+			v[i]->mixed = r.mixed;
+		}
 	}
 	free(v);
 out:
@@ -180,25 +263,30 @@ int wr_commit_inode(struct gw *gw, struct gw_inode *ino)
 }
 
 int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
-		   bool commit)
+		   bool fsync)
 {
-	int ret = 0;
+	int ret;
 
 	/* Writes are answered before the FUSE reply, so none that this
 	 * flush must cover is in flight; what remains is uncommitted. */
-	if (commit)
-		ret = wr_commit_inode(gw, ino);
+	ret = wr_commit_inode(gw, ino);
 	if (!f)
 		return ret;
-	/* errseq, as the kernel's: a failure is reported once to each file
-	 * that was open for writing when it happened (a COMMIT failure of
-	 * this very flush too: it was recorded), never to a reader, which
-	 * would take it from the writer. */
+	/* errseq, as the kernel's: a failure is reported to each file that
+	 * was open for writing when it happened (a COMMIT failure of this
+	 * very flush too: it was recorded) until an fsync of that file has
+	 * reported it, never to a reader, which would take it from the
+	 * writer. */
 	ret = 0;
 	pthread_mutex_lock(&ino->lock);
 	if (f->writer && f->werr_seen != ino->werr_seq) {
 		ret = ino->write_err;
-		f->werr_seen = ino->werr_seq;
+		if (fsync) {
+			f->werr_seen = ino->werr_seq;
+			if (f->rec)
+				__atomic_store_n(&f->rec->werr, 0,
+						 __ATOMIC_RELAXED);
+		}
 	}
 	pthread_mutex_unlock(&ino->lock);
 	return ret;
@@ -206,33 +294,62 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
 
 /* ---- a successor's (takeover.h) ---- */
 
-void gw_write_adopt_err(struct gw_inode *ino, struct gw_file *f, int err)
+void gw_write_adopt_locked(struct gw_inode *ino, struct gw_file *f)
 {
-	pthread_mutex_lock(&ino->lock);
-	wr_werr_record_locked(ino, err);
-	if (f)
-		f->werr_seen = ino->werr_seq - 1;	/* f's to report */
-	pthread_mutex_unlock(&ino->lock);
+	struct gw_hrec *r = gw_handle_rec(&f->h);
+	struct gw_file *g;
+	uint64_t was;
+
+	GW_ASSERT_HELD(&ino->lock);
+	f->rec = r;
+	f->werr_seen = ino->werr_seq;
+	if (!r || !r->werr)
+		return;
+	/* f's error to tell, and not the writers' adopted before it, which
+	 * had none or their own. */
+	was = ino->werr_seq;
+	ino->write_err = -r->werr;
+	ino->werr_seq++;
+	for (g = ino->wfiles; g; g = g->wnext)
+		if (g != f && g->werr_seen == was)
+			g->werr_seen = ino->werr_seq;
+	f->werr_seen = was;
 }
 
 int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
-			  const struct nfsc_cred *cr, uint64_t want_verf)
+			  const struct nfsc_cred *cr)
 {
 	struct nfsc_post post;
+	struct gw_file *f;
 	uint8_t verf[8];
-	uint64_t v;
+	uint32_t fl = 0;
+	uint64_t want = 0;
 	int ret;
 
+	/* 1. What the dead process had not committed, as its writers'
+	 *    records say. */
+	pthread_mutex_lock(&ino->lock);
+	for (f = ino->wfiles; f; f = f->wnext)
+		if (f->rec)
+			wr_unstable_add(&fl, &want, f->rec->unstable,
+					f->rec->verf);
+	pthread_mutex_unlock(&ino->lock);
+	if (!(fl & GW_UNSTABLE))
+		return 0;
+	/* 2. COMMIT it: under another verifier, or under two, some of it is
+	 *    gone, and this process has no copy to write again. */
 	ret = wr_commit_as(gw, ino, cr, verf, &post);
-	if (ret == 0) {
-		memcpy(&v, verf, 8);
-		if (want_verf && v != want_verf)
-			ret = -EIO;	/* the origin restarted meanwhile */
-	}
-	if (ret < 0) {
-		pthread_mutex_lock(&ino->lock);
+	if (ret == 0 && wr_unstable_lost(fl, want, verf))
+		ret = -EIO;
+	/* 3. The writers' to tell (their records too: a successor of this
+	 *    process tells them still); the records say from now on what
+	 *    this process holds, nothing yet. */
+	pthread_mutex_lock(&ino->lock);
+	if (ret < 0)
 		wr_werr_record_locked(ino, ret);
-		pthread_mutex_unlock(&ino->lock);
-	}
+	for (f = ino->wfiles; f; f = f->wnext)
+		if (f->rec)
+			rec_store(f->rec, ino->unstable, ino->unstable_verf);
+	pthread_mutex_unlock(&ino->lock);
 	return ret;
 }

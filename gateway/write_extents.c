@@ -1,13 +1,15 @@
 /* write_extents.c - the write path's bookkeeping, free of FUSE and the
  * origin (tests/unit/gw_extents_test runs it alone): the list of extents
  * written but not yet committed (newest first), which of them a COMMIT's
- * verifier shows lost and must be written again, and what the WRITE
- * replies of one range said (verifiers, post-op attributes, someone else's
- * change between them).
+ * verifier shows lost and must be written again, what a writer's record
+ * says of them for a successor after a crash, and what the WRITE replies
+ * of one range said (verifiers, post-op attributes, someone else's change
+ * between them).
  */
 #include <stdint.h>
 #include <string.h>
 
+#include "takeover.h"
 #include "write_i.h"
 
 bool wr_extent_lost(const struct gw_extent *e, const uint8_t verf[8])
@@ -43,6 +45,43 @@ size_t wr_extents_resend_from(struct gw_extent *const *v, size_t n,
 			oldest = i;
 	}
 	return oldest;
+}
+
+void wr_unstable_add(uint32_t *fl, uint64_t *verf, uint32_t fl2,
+		     uint64_t verf2)
+{
+	if (!(fl2 & GW_UNSTABLE))
+		return;
+	if (!(*fl & GW_UNSTABLE)) {
+		*fl = fl2;
+		*verf = verf2;
+		return;
+	}
+	/* Two verifiers: whichever a COMMIT answers, the data that came
+	 * under the other is gone. The list's order cannot tell which is
+	 * older (a WRITE answered before a restart may be listed after one
+	 * answered since). */
+	*fl |= fl2 & GW_UNSTABLE_MIXED;
+	if (*verf != verf2)
+		*fl |= GW_UNSTABLE_MIXED;
+}
+
+void wr_unstable_add_extent(uint32_t *fl, uint64_t *verf,
+			    const struct gw_extent *e)
+{
+	uint64_t v;
+
+	if (!e->len)	/* holds nothing to lose */
+		return;
+	memcpy(&v, e->verf, 8);
+	wr_unstable_add(fl, verf, GW_UNSTABLE | (e->mixed ?
+						 GW_UNSTABLE_MIXED : 0), v);
+}
+
+bool wr_unstable_lost(uint32_t fl, uint64_t verf, const uint8_t commit[8])
+{
+	return (fl & GW_UNSTABLE) &&
+	       ((fl & GW_UNSTABLE_MIXED) || memcmp(&verf, commit, 8));
 }
 
 bool wr_wcc_is(const struct nfsc_wcc *w, const struct nfsc_attr *a)

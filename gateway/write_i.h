@@ -69,6 +69,16 @@ void wr_extents_cut(struct gw_extent **list, size_t *bytes,
 size_t wr_extents_resend_from(struct gw_extent *const *v, size_t n,
 			      const struct gw_extent *first,
 			      const uint8_t verf[8]);
+/* What a writer's record says of the uncommitted data (fl: GW_UNSTABLE,
+ * GW_UNSTABLE_MIXED; verf: a verifier it came under; takeover.h), with
+ * what another says (fl2, verf2) or with one more extent e folded in: data
+ * under two verifiers is MIXED. */
+void wr_unstable_add(uint32_t *fl, uint64_t *verf, uint32_t fl2,
+		     uint64_t verf2);
+void wr_unstable_add_extent(uint32_t *fl, uint64_t *verf,
+			    const struct gw_extent *e);
+/* Did a COMMIT that answered commit lose some of that data? */
+bool wr_unstable_lost(uint32_t fl, uint64_t verf, const uint8_t commit[8]);
 /* Fold one WRITE reply of a range into r: the newest post-op attributes,
  * the verifier (mixed if pieces differ; a piece that took nothing vouches
  * for nothing). */
@@ -95,6 +105,9 @@ int wr_commit_as(struct gw *gw, struct gw_inode *ino,
 /* write_commit.c */
 struct gw_extent *wr_extent_new(char *data);
 void wr_free_extents(struct gw_extent *e);
+/* List e (answered UNSTABLE) in ino's uncommitted list, and what it
+ * holds in the writers' records; under ino->lock. */
+void wr_list_locked(struct gw_inode *ino, struct gw_extent *e);
 int wr_commit_inode(struct gw *gw, struct gw_inode *ino);
 
 #endif

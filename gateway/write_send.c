@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "takeover.h"
 #include "write_i.h"
 
 /* ---- sending ---- */
@@ -161,9 +162,17 @@ size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
 
 void wr_werr_record_locked(struct gw_inode *ino, int err)
 {
+	struct gw_file *f;
+
 	GW_ASSERT_HELD(&ino->lock);
 	ino->write_err = err;
 	ino->werr_seq++;
+	/* In every writer's record too: a successor after a crash tells
+	 * those this process did not. */
+	for (f = ino->wfiles; f; f = f->wnext)
+		if (f->rec)
+			__atomic_store_n(&f->rec->werr, -err,
+					 __ATOMIC_RELAXED);
 }
 
 /* A writer open now has an error to report. */
