@@ -26,7 +26,11 @@ run_checks() { # TOP
 	check "$t/nfsclient" $common || r=1
 	check "$t/cache" $common || r=1
 	check "$t/nodes" $common || r=1
-	check "$t/gateway" $common nfsc.h cache.h nodes.h groups.h || r=1
+	for room in "$t"/gateway/*/; do
+		check "${room%/}" $common nfsc.h cache.h nodes.h gw_i.h \
+			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h \
+			groups.h takeover.h || r=1
+	done
 	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h || r=1
 	return $r
 }
@@ -36,19 +40,19 @@ run_checks "$top" || bad "a layer includes a header it should not"
 # another's private header (gateway/ -> cache_i.h).
 copy=$(harness_tmpdir layers)
 for d in common nfsclient cache nodes gateway daemon; do cp -r "$top/$d" "$copy/"; done
-sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "daemon.h"/' "$copy/gateway/bdi.c"
+sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "daemon.h"/' "$copy/gateway/base/bdi.c"
 out=$(run_checks "$copy" 2>&1) && bad "gateway/ including daemon.h passed the check"
 case $out in *'bdi.c includes "daemon.h"'*) ;; *) bad "gateway/ including daemon.h: '$out'" ;; esac
-cp "$top/gateway/bdi.c" "$copy/gateway/bdi.c"
-sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "cache_i.h"/' "$copy/gateway/fill.c"
+cp "$top/gateway/base/bdi.c" "$copy/gateway/base/bdi.c"
+sed -i 's/^#include "gw_i.h"$/#include "gw_i.h"\n#include "cache_i.h"/' "$copy/gateway/read/fill_thread.c"
 out=$(run_checks "$copy" 2>&1) && bad "gateway/ including cache_i.h passed the check"
-case $out in *'fill.c includes "cache_i.h"'*) ;; *) bad "gateway/ including cache_i.h: '$out'" ;; esac
+case $out in *'fill_thread.c includes "cache_i.h"'*) ;; *) bad "gateway/ including cache_i.h: '$out'" ;; esac
 
 # Every file map is true; the check fails on a .c file its folder's map
 # does not name, and on a map naming a file that is not there.
 maps=$top/tests/lib/filemaps.sh
 out=$("$maps" "$top" 2>&1) || bad "a file map is not true: $out"
-cp "$top/gateway/fill.c" "$copy/gateway/fill.c"
+cp "$top/gateway/read/fill_thread.c" "$copy/gateway/read/fill_thread.c"
 "$maps" "$copy" || bad "the file maps of the copy are not true"
 echo 'int gw_unmapped;' >"$copy/nodes/unmapped.c"
 out=$("$maps" "$copy" 2>&1) && bad "a .c file no map names passed the check"

@@ -12,7 +12,13 @@ maps=(
 	"cache cache_i.h"
 	"nodes nodes_i.h"
 	"nfsclient nfsc_i.h"
-	"gateway gw_i.h"
+	"gateway/base gw_i.h"
+	"gateway/keep keep_i.h"
+	"gateway/inode inode_i.h"
+	"gateway/cred cred_i.h"
+	"gateway/read read_i.h"
+	"gateway/write write_i.h"
+	"gateway/ops ops_i.h"
 	"daemon daemon.h"
 )
 

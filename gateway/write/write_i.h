@@ -1,8 +1,9 @@
-/* write_i.h - inside the write path (write.c, write_send.c,
- * write_commit.c): what the three share.
+/* write_i.h - the write path (gateway/write/): WRITEs and COMMITs to the
+ * origin, and what is kept until they are done. One section per file;
+ * the first ones are what the other rooms use, the rest the room's own.
  *
- *   write.c         a FUSE WRITE: the extents, the reply (the window:
- *                   write_window.c)
+ *   write.c         a FUSE WRITE: the extents, the reply
+ *   write_window.c  the write window: bytes of WRITE in flight
  *   write_send.c    WRITEs to the origin: pieces in parallel, pre-op
  *                   checks, whose credentials, write-back errors
  *   write_commit.c  COMMIT: rounds, resending what a restart lost, flush
@@ -13,6 +14,53 @@
 
 #include "gw_i.h"
 
+/* ---- write_window.c: bytes of WRITE in flight ---- */
+/* Take n bytes of the window, waiting (never failing) until they fit;
+ * a request bigger than the window runs alone. Counted in win_*. */
+void gw_window_get(struct gw *gw, size_t n);
+void gw_window_put(struct gw *gw, size_t n);
+
+/* ---- write.c ---- */
+/* buf: a gw_buf holding the size bytes, which gw_write takes over (it is
+ * kept for resending until COMMIT, and the cache writes from it).
+ * writepage: the kernel flushing its page cache (fi->writepage), not a
+ * write(2) waiting for the answer. */
+void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+	      struct gw_file *f, char *buf, size_t size, off_t off,
+	      bool writepage);
+/* COMMIT, then the write error f should see: for a writer, the last
+ * write-back WRITE or COMMIT failure since it was last told at an fsync
+ * (errseq, per open file as the kernel's f_wb_err); for a reader none;
+ * with no f, this COMMIT's. fsync: f has been told. A close (FLUSH) tells
+ * and keeps it, as the NFS client's close does: the FLUSH of a descriptor
+ * that another process inherited and closed (a child's exit or exec)
+ * comes through the same open file, and must not take the error from
+ * the writer's own fsync and close. */
+int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
+		   bool fsync);
+void gw_write_forget(struct gw_inode *ino);
+/* f was just published (gw_handle_publish): its record follows the
+ * file's uncommitted data from now on. */
+void gw_write_file_published(struct gw_inode *ino, struct gw_file *f);
+/* A successor's (takeover.h), under ino->lock: the writer f, adopted and
+ * just listed in ino->wfiles, keeps its record up to date from now on; the
+ * write error the record holds is f's alone to tell. */
+void gw_write_adopt_locked(struct gw_inode *ino, struct gw_file *f);
+/* After a crash: COMMIT what the dead process had written and not
+ * committed (as its writers' records say), as cr. A verifier other than
+ * the one it came under, or more than one, means the origin restarted
+ * meanwhile and lost some of it: -EIO. An error is recorded for the
+ * writers (errseq, and in their records). Nothing recorded: 0, with no
+ * COMMIT. */
+int gw_write_adopt_commit(struct gw *gw, struct gw_inode *ino,
+			  const struct nfsc_cred *cr);
+/* The credentials of the files open for writing on ino other than cr,
+ * each once, oldest open first, into out; at most GW_CRED_TRIES. */
+#define GW_CRED_TRIES 8
+size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
+			    struct nfsc_cred *out);
+
+/* ---- inside the write path ---- */
 /* Uncommitted bytes of one file that trigger a COMMIT. A write that
  * crosses the mark while a COMMIT round of the file is running leaves it
  * to that round and the next write; only past GW_COMMIT_WAIT does it wait
@@ -109,5 +157,6 @@ void wr_free_extents(struct gw_extent *e);
  * holds in the writers' records; under ino->lock. */
 void wr_list_locked(struct gw_inode *ino, struct gw_extent *e);
 int wr_commit_inode(struct gw *gw, struct gw_inode *ino);
+
 
 #endif

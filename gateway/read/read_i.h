@@ -1,19 +1,73 @@
-/* read_i.h - private to the read path of gateway/, one section per file:
- * fetch.c (fetch lifetime), fill.c (the fill thread), readahead.c
- * (readahead policy), read.c (the read request). The rest of the gateway
- * sees gw_i.h's gw_read, gw_inode_drop_fetch and gw_fill_start/stop only.
- * The coherency rules they follow, and the counters they go by, are
- * written at the top of read.c.
+/* read_i.h - the read path (gateway/read/): a file's data, from the cache
+ * or the origin. One section per file; the first ones are what the other
+ * rooms use, the rest (fetches, fills, readahead) is the room's own. The
+ * coherency rules they follow, and the counters they go by, are written
+ * at the top of read_req.c.
+ *
+ * read_req.c:  the read request: cache hits, waiting for fetches, replies.
+ * fetch.c:     fetches (origin READs of whole blocks) from start to free.
+ * fill_thread.c: the fill thread (completed fetches into the cache).
+ * readahead.c: how far ahead of a sequential reader to fetch.
+ * readahead_window.c: a reader's readahead window (its policy, free of
+ *              FUSE).
+ * cobj.c:      an inode's cache object (key, coherency blob, own changes).
  */
 #ifndef CACHEGW_READ_I_H
 #define CACHEGW_READ_I_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
 #include "gw_i.h"
 
+/* ---- read.c: the read request (its helpers: read_i.h) ---- */
+/* Read for a FUSE read request; replies itself. */
+void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+	     struct gw_file *f, size_t size, off_t off);
+
+/* ---- fetch.c: fetch lifetime ---- */
+/* Wait for the inode's fetches in flight and its queued fills, then drop
+ * every fetch it lists (after a write, a truncate, the last release). */
+void gw_inode_drop_fetch(struct gw_inode *ino);
+
+/* ---- fill.c: the fill thread ---- */
+int gw_fill_start(struct gw *gw);
+/* Fill what is queued, then stop. */
+void gw_fill_stop(struct gw *gw);
+
+/* ---- cobj.c ---- */
+/* ino->obj with a reference of the caller's own (cache_obj_put it after
+ * use), or NULL: ino->obj's own may be dropped by the last release as soon
+ * as ino->lock is let go. */
+struct cache_obj *gw_inode_obj(struct gw_inode *ino);
+/* Open (or check) the inode's cache object against the origin's current
+ * attributes a. Returns 1 if cached data was dropped because the file
+ * changed, 0 if not, -errno if the cache cannot hold it (reads then go
+ * to the origin). */
+int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_attr *a);
+/* gw_cache_attach for an inode that may not be open (GETATTR): checks the
+ * object only if one is attached, never attaches one. An object is
+ * attached only by an open (whose count is already up), so a closed file
+ * never holds one: the last release drops it, and an attach racing that
+ * release would keep its two fds until the inode is forgotten. */
+int gw_cache_check(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a);
+void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
+/* What the cache holds of the origin file fh whose current attributes
+ * are a (a regular file, whether open or not): *cached bytes of this
+ * version, *complete if every block is present. 0, -EINVAL (not a
+ * regular file), -ENOTSUP (no cache), -errno. Changes nothing. */
+int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
+		   const struct nfsc_attr *a, uint64_t *cached, bool *complete);
+/* The gateway itself changed the file (setattr): a is the result. */
+void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
+			 const struct nfsc_attr *a, bool size_changed);
+/* The gateway itself wrote buf (a gw_buf, the bytes from its start) at
+ * off; a: the WRITE's post-op attrs. The cache writes whole blocks from
+ * buf itself, taking a reference, and copies partial ones. */
+void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
+			const struct nfsc_attr *a, char *buf, size_t len,
+			uint64_t off);
+
+/* ---- inside the read path ---- */
 /* ---- fetch.c ---- */
 
 /* One origin READ of a fetch (at most rsize bytes). */
@@ -99,5 +153,6 @@ size_t gw_readahead_for(struct gw *gw, struct gw_inode *ino,
 void gw_readahead_push(struct gw *gw, struct gw_inode *ino,
 		       const struct nfsc_cred *cr, struct cache_obj *obj,
 		       uint64_t reqend, size_t win, uint64_t bs);
+
 
 #endif

@@ -1,0 +1,140 @@
+/* inode_i.h - the inode room (gateway/inode/): which node-id is which
+ * origin file, what is known of it and for how long. One section per file.
+ *
+ * inode.c:     the inode table: FUSE node-id <-> origin file handle,
+ *              kernel references, attributes and their freshness.
+ * handlekey.c: unguessable re-export handles (the node-ids' generations).
+ * reclaim.c:   node-ids of files gone at the origin given back.
+ */
+#ifndef CACHEGW_INODE_I_H
+#define CACHEGW_INODE_I_H
+
+#include "gw_i.h"
+
+/* ---- inode.c ---- */
+
+struct gw;
+int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh);
+void gw_itable_free(struct gw *gw);
+/* The inode for a node-id the kernel holds, or NULL. */
+struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
+/* For a node-id a request names: gw_inode_find, or in a successor
+ * (gw->successor) a node-id the kernel was given by an earlier process,
+ * made from the node-id table (adopted). */
+struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid);
+/* Any node-id ever handed out, brought back from the node-id table if it
+ * is not in memory; takes one kernel reference (drop it with
+ * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
+ * unknown, or if its origin handle is in memory under another node-id
+ * (both: gw_inode_get's too). */
+struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
+/* The inode of an origin handle, if it is in memory, with one kernel
+ * reference taken (drop it with gw_inode_forget(gw, nodeid, 1)). */
+struct gw_inode *gw_inode_ref_fh(struct gw *gw, const struct nfsc_fh *fh);
+/* Node-id of the directory ino was found in (the root for the root). */
+uint64_t gw_inode_parent(struct gw *gw, struct gw_inode *ino);
+/* Find or create the inode for fh, take one kernel reference, and store
+ * attr in it. NULL with errno set on failure: ENOMEM, or the node-id
+ * table's error when it cannot record a new node-id (EIO, ENOSPC). */
+struct gw_inode *gw_inode_ref(struct gw *gw, const struct nfsc_fh *fh,
+			      const struct nfsc_attr *attr, uint64_t parent);
+/* gw_inode_ref for attributes kept from an earlier fetch, got at at
+ * (CLOCK_MONOTONIC): they age from then, and replace only attributes got
+ * before them. */
+struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
+				   const struct nfsc_attr *attr,
+				   uint64_t parent, const struct timespec *at);
+void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
+size_t gw_itable_count(struct gw *gw);
+void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
+void gw_inode_invalidate_attr(struct gw_inode *ino);
+void gw_inode_set_attr_if_newer(struct gw_inode *ino,
+				const struct nfsc_attr *attr);
+/* Attributes from a reply to a call sent when the inode's attr_gen was
+ * gen: kept only if nothing updated the attributes since (an origin call
+ * can be answered after a WRITE that it preceded at the origin). */
+uint64_t gw_inode_attr_gen(struct gw_inode *ino);
+bool gw_inode_set_attr_since(struct gw_inode *ino,
+			     const struct nfsc_attr *attr, uint64_t gen);
+bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
+				    const struct nfsc_attr *attr, uint64_t gen);
+/* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
+int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
+			 struct nfsc_attr *out);
+/* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
+double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);
+/* What is left of that for attributes got at at (CLOCK_MONOTONIC), or of
+ * ino's own (0 when it holds none): an answer from what is held tells
+ * the kernel no more. */
+double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *attr,
+			const struct timespec *at);
+double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino);
+void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
+		     struct stat *st);
+
+
+/* A regular file ino was found as dir/name (lookup, readdirplus, create,
+ * rename): remembered for gw_inode_refused_name. Other types: nothing. */
+void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
+			const struct nfsc_attr *a);
+/* The last close of a file whose write-back WRITEs the origin refused:
+ * the name it was found by (malloc'd; *dir its directory), once, for the
+ * caller to invalidate in the kernel after replying. The kernel keeps its
+ * own size of a file in write-back mode and zero-fills short reads as
+ * holes: its inode would go on showing the refused bytes' size (zeros) on
+ * this mount. Dropping the entry evicts the inode; the next lookup brings
+ * the origin's size. NULL when there is nothing to drop. */
+char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir);
+
+/* ---- handlekey.c: unguessable handles ---- */
+/* Read cache_dir/handle-key into gw->hkey, or make it with cutover high
+ * (the node-id table's high-water mark); an older file is rewritten,
+ * keeping every node-id below high on its generation; logs how many live
+ * node-ids (gw->nodes, if set) keep guessable ones. 0 or -errno. */
+int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high);
+/* The generation of nodeid under key: the low 32 bits of SipHash-2-4 of
+ * the node-id (8 bytes, little-endian), never 0. A function of the two
+ * alone: every gateway holding key gives nodeid the same. */
+uint32_t gw_handle_gen(const uint8_t key[GW_HANDLE_KEY_LEN], uint64_t nodeid);
+/* The FUSE generation of nodeid, by gw->hkey's rules: gw_handle_gen from
+ * the cutover on, older rules below it (handles already given out stay
+ * valid). */
+uint32_t gw_node_generation(const struct gw *gw, uint64_t nodeid);
+
+/* reclaim.c: node-ids of files gone at the origin. */
+struct gw_reclaim;
+struct gw_reclaim_result {
+	uint64_t checked;		/* entries walked */
+	uint64_t held;			/* of them held by the kernel: skipped */
+	uint64_t probed;		/* of them asked about (GETATTR) */
+	uint64_t reclaimed;		/* removed: the origin called them
+					 * stale twice, believably */
+	uint64_t errors;		/* not known (no answer, other errors):
+					 * kept */
+	uint64_t kept;			/* stale once, not confirmed: kept */
+	uint64_t entries;		/* live entries after the pass */
+	bool aborted;			/* the origin did not look right:
+					 * nothing removed, why says why */
+	char why[192];
+};
+struct gw_reclaim_counters {
+	uint64_t runs, checked, held, reclaimed, errors;
+	uint64_t refusals;		/* makes refused: no room in the table */
+	uint64_t aborted;		/* passes that removed nothing: the
+					 * origin did not look right */
+};
+int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
+void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
+void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
+/* One pass now (waits for a pass in progress first). 0, -EINTR (told to
+ * stop), -ENOMEM, -ENOTCONN (not started). */
+int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
+/* An entry was added to the table: may start a pass. */
+void gw_reclaim_note_add(struct gw *gw);
+/* Before a CREATE, MKDIR, MKNOD or SYMLINK at the origin: 0, or -ENOSPC
+ * when the node-id table could not record what it makes (counted). */
+int gw_reclaim_room(struct gw *gw);
+void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
+
+
+#endif

@@ -1,0 +1,119 @@
+/* ops_i.h - the operations room (gateway/ops/): the FUSE low-level
+ * operations, each answered from the rooms below. One section per file.
+ *
+ * ops.c:     the operations table, INIT, credentials, LOOKUP, GETATTR,
+ *            READLINK, FORGET, STATFS, interruptible operations.
+ * ops_ns.c:  namespace operations and setattr.
+ * listing.c: directories (snapshots, readdir(plus)).
+ * open.c:    files: open, release, flush, fsync, the read/write entries;
+ *            handing open files over and adopting them.
+ */
+#ifndef CACHEGW_OPS_I_H
+#define CACHEGW_OPS_I_H
+
+#include "gw_i.h"
+
+/* ---- ops.c ---- */
+extern const struct fuse_lowlevel_ops gw_oper;
+void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
+void gw_make_entry(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a, struct fuse_entry_param *e);
+
+/* ---- open.c: an open file ---- */
+/* Set up fi for ino (access check, close-to-open, keep_cache, cache
+ * object). created: attributes from a CREATE that just made the file (no
+ * checks: its creator may write it whatever its mode). */
+int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		 const struct nfsc_attr *created, struct fuse_file_info *fi);
+/* The last of f (fi->fh's, gw_file_of): unlisted and freed. */
+void gw_file_release(struct gw *gw, struct gw_inode *ino, struct gw_file *f);
+struct gw_hrec;
+/* Handing over: every writer's data committed, errors into the records;
+ * how many writers had one. */
+size_t gw_files_handover(struct gw *gw);
+/* Taking over: a file or directory the kernel had from an earlier
+ * process, under the same id. */
+struct gw_adopted_file {
+	struct gw_inode *ino;
+	struct gw_file *f;
+	struct nfsc_attr a;		/* gw_files_adopted_attach's */
+	int ret;
+	struct nfsc_waiter *w;
+};
+int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
+		  struct gw_adopted_file *out);
+/* Then, for all at once: the origin's attributes (GETATTRs in parallel),
+ * the hidden name if the file had one, the cache object. */
+void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
+			     size_t n);
+int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r);
+
+static inline struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+/* Fresh attributes: from the attribute cache unless force, else GETATTR.
+ * 1 if the origin's answer shows the file's data changed (its cache
+ * object was emptied), 0 if not, -errno on failure. (ops.c) */
+int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		bool force, struct nfsc_attr *a);
+
+/* ---- listing.c: directories ---- */
+void gw_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void gw_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		    off_t off, struct fuse_file_info *fi);
+void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
+		   struct fuse_file_info *fi);
+void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+		 struct fuse_file_info *fi);
+
+/* ---- open.c: files ---- */
+void gw_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
+		     struct fuse_bufvec *bufv, off_t off,
+		     struct fuse_file_info *fi);
+void gw_flush(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
+	      struct fuse_file_info *fi);
+void gw_fallocate(fuse_req_t req, fuse_ino_t nodeid, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi);
+void gw_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
+
+/* ---- ops_ns.c ---- */
+void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
+		      const char *name, const struct nfsc_cred *cr,
+		      struct nfsc_created *c, struct fuse_file_info *fi,
+		      bool existed);
+void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode);
+void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev);
+void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		const char *name);
+void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi);
+void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
+	     const char *newname);
+void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
+		int to_set, struct fuse_file_info *fi);
+void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
+
+/* In a FUSE operation: declare var, the inode of nodeid, or answer the
+ * request ESTALE and return. */
+#define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
+	struct gw_inode *var = gw_inode_get(gw, nodeid);		\
+	if (!var) {							\
+		fuse_reply_err(req, ESTALE);				\
+		return;							\
+	}
+
+
+#endif
