@@ -3,7 +3,7 @@
  * key and a 64-bit output. Without the key its outputs cannot be
  * predicted from other outputs, which a fast non-keyed hash seeded with a
  * secret (XXH3) does not give: the gateway's re-export handle generations
- * (gateway/handlekey.c) rest on it. Written from the paper's description;
+ * (gateway/inode/handlekey.c) rest on it. Written from the paper's description;
  * tests/unit/siphash_test checks the reference vectors.
  *
  * The key is 16 bytes, read as two little-endian words k0, k1; the message

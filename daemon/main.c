@@ -220,7 +220,7 @@ static int open_cache(struct gw *gw)
 	if (ns.skipped_bytes)
 		gw_log("node-id table: %llu damaged bytes skipped",
 		       (unsigned long long)ns.skipped_bytes);
-	/* What was known of the files (remember.c): a cache; one that
+	/* What was known of the files (kept_md.c): a cache; one that
 	 * cannot be opened is logged, and the gateway runs without. */
 	gw->md_epoch = gw_md_now_ns();
 	ret = nodes_md_open(gw->o->cache_dir, ns.generation, &gw->md, err,
@@ -291,7 +291,7 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		goto out_nfs;
 	}
 	/* The root's kept attributes and ACCESS answers, as every new
-	 * inode gets them (remember.c); no request runs yet. */
+	 * inode gets them (kept_md.c); no request runs yet. */
 	gw_md_attach(&gw, gw.it.root);
 	/* 2. the FUSE session and the mount */
 	if (add_mount_opts(o)) {

@@ -1,6 +1,6 @@
 /* bench_handlegen - what a re-export handle's generation costs the gateway
  * per handle it gives out (every LOOKUP, CREATE, READDIRPLUS entry):
- * gw_node_generation (gateway/handlekey.c, called as ops.c calls it) by
+ * gw_node_generation (gateway/inode/handlekey.c, called as ops.c calls it) by
  * each rule it has,
  *
  *   siphash  the current one: SipHash-2-4 of the node-id, 128-bit key

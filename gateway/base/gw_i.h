@@ -30,7 +30,7 @@
  * hold it (GW_ASSERT_NOT_HELD), which would deadlock.
  *   1. gw->it.lock (the inode table). Held across nodes_* calls
  *      (the node-id table's own lock) and nodes_md_get (a new inode's
- *      kept metadata, remember.c), never while taking an ino->lock.
+ *      kept metadata, kept_md.c), never while taking an ino->lock.
  *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
  *      across cache_obj_set_coh and the own write's cache_write_ref
  *      (the cache's locks only).
@@ -147,7 +147,7 @@ void gw_buf_release_cb(void *data);	/* gw_buf_put as a callback */
 uint64_t gw_buf_mapped(void);		/* bytes mapped, for the metrics */
 void gw_buf_trim(bool force);		/* unmap the recycled ones when idle */
 
-/* ---- log.c ---- */
+/* ---- logging.c ---- */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Keep the lines said from now (afresh) until gw_log_detach, which writes
  * them to the log too: a daemon's, said on its starter's terminal. */
@@ -210,7 +210,7 @@ struct gw_inode {
 	bool opened_before;		/* an open has seen attr (keep_cache) */
 	bool entry_kept;		/* the kernel was given kept_attr by a
 					 * LOOKUP answered from what a start
-					 * before kept (remember.c) */
+					 * before kept (kept_md.c) */
 	struct nfsc_attr kept_attr;
 	struct nfsc_attr open_attr;	/* attributes at the last open */
 	struct cache_obj *obj;		/* cache object, opened lazily; holds
@@ -379,7 +379,7 @@ struct gw {
 					 * main thread only */
 	struct gw_itable it;		/* its own lock */
 	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
-	struct nodes_md *md;		/* remember.c: kept metadata; set at
+	struct nodes_md *md;		/* kept_md.c: kept metadata; set at
 					 * start (NULL: none); thread-safe */
 	uint64_t md_epoch;		/* start (CLOCK_REALTIME ns): only
 					 * what was kept before is used;
@@ -418,7 +418,7 @@ struct gw {
 	uint64_t ctl_accept_log, ctl_accept_errs;
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */
-	/* fill thread (fill.c) */
+	/* fill thread (fill_thread.c) */
 	pthread_mutex_t fill_lock;
 	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
 	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */

@@ -1,4 +1,4 @@
-/* log.c - one-line log messages.
+/* logging.c - one-line log messages.
  *
  * In the foreground they go to stderr. Once the daemon detaches, stderr is
  * a pipe read by a thread that forwards each line to syslog, so that lower

@@ -9,7 +9,7 @@
  * when the origin answered: a ctime, mode, owner or group that changed
  * since (seen by a GETATTR, a LOOKUP or READDIRPLUS, or made by a SETATTR
  * through the mount) drops the answer, as the Linux NFS client drops its
- * access cache. Answers are also kept across a restart (remember.c), aged
+ * access cache. Answers are also kept across a restart (kept_md.c), aged
  * from when the origin gave them. The gateway's own WRITEs move the ctime without touching
  * permissions: gw_access_restamp carries the answers over them.
  *

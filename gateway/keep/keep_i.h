@@ -16,7 +16,7 @@
 
 #include "gw_i.h"
 
-/* remember.c: attributes and ACCESS answers kept across a restart. */
+/* kept_md.c: attributes and ACCESS answers kept across a restart. */
 struct gw_access;
 /* A new inode, not yet shared: what was kept of its node-id. */
 void gw_md_attach(struct gw *gw, struct gw_inode *ino);

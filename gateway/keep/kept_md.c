@@ -1,4 +1,4 @@
-/* remember.c - what the gateway knew of its files, across a restart:
+/* kept_md.c - what the gateway knew of its files, across a restart:
  * the origin's attributes and ACCESS answers of each
  * node-id, with the wall-clock time they were fetched, kept in the cache
  * directory (nodes/md.c: md.log, checksummed records).

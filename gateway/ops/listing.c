@@ -4,7 +4,7 @@
  * nfsclient's readdir_all), shared by the opens of the same directory
  * version with the same credentials; readdirplus hands the kernel every
  * entry's attributes and a lookup reference, and notes its name for the
- * next start (remember.c). A listing kept from before (a restart, or
+ * next start (kept_md.c). A listing kept from before (a restart, or
  * offline) is shown only to whom the origin lets read the directory
  * (gw_access_kept_listing), with its attributes as old as they are.
  */
@@ -197,7 +197,7 @@ again:
 }
 
 /* A snapshot of ino's directory from what a start before kept
- * (remember.c), of version ver if given, or (offline: the origin is
+ * (kept_md.c), of version ver if given, or (offline: the origin is
  * lost) what is kept at all: a private one (not shared: it is not the
  * origin's answer of now), if cr may read it. 0; -ENOENT (none kept:
  * ask the origin); -EACCES (the origin refuses cr); offline, -EHOSTDOWN
@@ -267,7 +267,7 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	}
 	gw_req_cred(req, &cr);
 	/* After a restart, with nocto: the listing kept before it, while
-	 * young enough (remember.c), without asking the origin for it (an
+	 * young enough (kept_md.c), without asking the origin for it (an
 	 * ACCESS, if no answer for cr is held). */
 	if (gw->o->nocto) {
 		ret = snap_kept(gw, ino, &cr, NULL, false, &d->snap);

@@ -1,7 +1,7 @@
 /* ops.c - the FUSE session's operations table, INIT, the caller's
  * credentials, LOOKUP, GETATTR, READLINK, FORGET, STATFS, and which
  * operations are interruptible. Namespace changes are in ops_ns.c,
- * directories in listing.c, files in open.c, reads in read.c, writes in
+ * directories in listing.c, files in open.c, reads in read_req.c, writes in
  * write.c.
  *
  * Every operation turns the origin's -errno into fuse_reply_err() in its

@@ -1,7 +1,7 @@
 /* fetch.c - fetches: origin READs of whole cache blocks, in flight or
- * recently done, that reads wait for and copy from (read.c), from start
+ * recently done, that reads wait for and copy from (read_req.c), from start
  * (gw_fetch_gap) through completion (chunk_done, which hands whole blocks
- * to the fill thread, fill.c) to their last reference.
+ * to the fill thread, fill_thread.c) to their last reference.
  *
  * A fetch is on its inode's list (ino->fetches) from its start until it is
  * trimmed, found stale or dropped; each holder of a pointer to it outside

@@ -1,4 +1,4 @@
-/* fill.c - the fill thread: completed fetches go into the cache.
+/* fill_thread.c - the fill thread: completed fetches go into the cache.
  *
  * chunk_done (fetch.c) runs on a connection thread, which must not copy
  * and hash megabytes: it queues the fetch here instead. This thread hands

@@ -17,7 +17,7 @@
 
 #include "gw_i.h"
 
-/* ---- read.c: the read request (its helpers: read_i.h) ---- */
+/* ---- read_req.c: the read request (its helpers: read_i.h) ---- */
 /* Read for a FUSE read request; replies itself. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
@@ -27,7 +27,7 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
  * every fetch it lists (after a write, a truncate, the last release). */
 void gw_inode_drop_fetch(struct gw_inode *ino);
 
-/* ---- fill.c: the fill thread ---- */
+/* ---- fill_thread.c: the fill thread ---- */
 int gw_fill_start(struct gw *gw);
 /* Fill what is queued, then stop. */
 void gw_fill_stop(struct gw *gw);
@@ -135,7 +135,7 @@ struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 			      const struct nfsc_cred *cr, uint64_t pos,
 			      uint64_t end, uint64_t bs);
 
-/* ---- fill.c ---- */
+/* ---- fill_thread.c ---- */
 
 /* Queue a completed fetch for the cache, with the reference of its READs
  * and a count in ino->fills_queued taken by the caller. */

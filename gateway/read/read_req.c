@@ -1,4 +1,4 @@
-/* read.c - the read path.
+/* read_req.c - the read path.
  *
  * 1. A read whose blocks are all present and verify is served from the
  *    cache (cache_read checks every block's XXH3).
@@ -11,7 +11,7 @@
  *    parallel over the connections. A sequential reader's fetch grows into
  *    a readahead window (doubling up to readahead=) whose tail is fetched
  *    without making this read wait for it.
- * Every completed fetch is handed to the cache (fill.c: cache_fill_ref
+ * Every completed fetch is handed to the cache (fill_thread.c: cache_fill_ref
  * writes its buffer through io_uring, off this path).
  *
  * Coherency: what may be served, and the counters that decide it.
@@ -39,7 +39,7 @@
  *   wgen differs may hold bytes or an end of file from before that write:
  *   it is neither replied from (gw_fetch_wait_fresh; after
  *   GW_STALE_RETRIES such fetches the read goes to the origin alone) nor
- *   filled into the cache (fill.c).
+ *   filled into the cache (fill_thread.c).
  * - In cache/, o->gen is bumped by every reset of an object and
  *   o->unmark_seq whenever a present block is unmarked. A fill started
  *   before a reset (cache_req.gen) marks nothing; a read whose checksum

@@ -1,4 +1,4 @@
-/* rawindow.c - the readahead window of a reader: how it grows with
+/* readahead_window.c - the readahead window of a reader: how it grows with
  * sequential reads and what resets it (readahead.c fetches it). Kept
  * apart, free of FUSE and the origin, so that tests/unit/gw_rawindow_test
  * can run it alone.

@@ -1,4 +1,4 @@
-/* gw_extents_test: the write path's bookkeeping (gateway/write_extents.c)
+/* gw_extents_test: the write path's bookkeeping (gateway/write/write_extents.c)
  * on its own: which extents a COMMIT's verifier shows lost (a changed
  * verifier, or WRITEs of one extent that gave two), the oldest of them
  * from which the resend runs (extents newer than the COMMIT are not

@@ -1,4 +1,4 @@
-/* gw_handlekey_test: re-export handle generations (gateway/handlekey.c)
+/* gw_handlekey_test: re-export handle generations (gateway/inode/handlekey.c)
  * cannot be computed from others, and handle-key keeps every generation
  * handed out.
  *

@@ -1,4 +1,4 @@
-/* gw_handles_test: the open-handle table (gateway/handles.c) on its own:
+/* gw_handles_test: the open-handle table (gateway/keep/handles.c) on its own:
  * what the kernel holds is an identifier that resolves to its handle
  * while it is listed, never to another handle after it was given back
  * (a freed slot is reused with a new generation), 0 and foreign values

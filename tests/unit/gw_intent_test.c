@@ -1,5 +1,5 @@
 /* gw_intent_test: the keys of changes resent after a crash
- * (gateway/intent.c) on their own: a change is matched only by the very
+ * (gateway/keep/intent.c) on their own: a change is matched only by the very
  * change the dead process sent: two RENAMEs of one name to different
  * destinations, two LINKs of different files to one name, two SYMLINKs
  * of one name to different targets, and names split differently are not

@@ -1,4 +1,4 @@
-/* gw_window_test: the write window (gateway/write_window.c) on its own:
+/* gw_window_test: the write window (gateway/write/write_window.c) on its own:
  * writes that fit go at once; one that does not waits for room, never
  * fails, and is counted (waits, wait time); a write bigger than the whole
  * window runs alone rather than never; the high-water marks of bytes and
