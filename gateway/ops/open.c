@@ -1,6 +1,7 @@
 /* open.c - files: open (access check, close-to-open, keep_cache, the
- * cache object), read and write entry points, flush, fsync, fallocate,
- * release, and the release of files the kernel never released.
+ * cache object), flush, fsync, fallocate, release, and the release of
+ * files the kernel never released. READ and WRITE are their rooms'
+ * (read_req.c, write.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -255,49 +256,6 @@ void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		gw_file_release(gw, ino, gw_file_of(fi));	/* interrupted */
 }
 
-
-void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
-		       off_t off, struct fuse_file_info *fi)
-{
-	struct gw *gw = req_gw(req);
-	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
-
-	gw_read(gw, req, ino, gw_file_of(fi), size, off);
-}
-
-/* The bytes go straight into the gw_buf that write.c keeps: with splice
- * (FUSE_CAP_SPLICE_READ, gw_init) they come from a pipe holding the
- * kernel's own pages, one copy in all; else from libfuse's buffer. */
-void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
-			    struct fuse_bufvec *in, off_t off,
-			    struct fuse_file_info *fi)
-{
-	struct gw *gw = req_gw(req);
-	size_t size = fuse_buf_size(in);
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-	ssize_t got;
-	char *buf;
-	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
-
-	buf = gw_buf_get(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	dst.buf[0].mem = buf;
-	if (in->count && (in->buf[0].flags & FUSE_BUF_IS_FD))
-		__atomic_fetch_add(&gw->write_spliced, 1, __ATOMIC_RELAXED);
-	got = size ? fuse_buf_copy(&dst, in, 0) : 0;
-	if (got != (ssize_t)size) {
-		gw_log("write: %zd of %zu bytes from the kernel: %s", got,
-		       size, got < 0 ? strerror((int)-got) : "short");
-		gw_buf_put(buf);
-		fuse_reply_err(req, EIO);
-		return;
-	}
-	gw_write(gw, req, ino, gw_file_of(fi), buf, size,
-		 off, fi->writepage);
-}
 
 /* close(2) and fsync(2): COMMIT, and report what an earlier WRITE hit
  * (a close of any descriptor of the file, in any process, is a FLUSH:

@@ -5,7 +5,7 @@
  *            READLINK, FORGET, STATFS, interruptible operations.
  * ops_ns.c:  namespace operations and setattr.
  * listing.c: directories (snapshots, readdir(plus)).
- * open.c:    files: open, release, flush, fsync, the read/write entries;
+ * open.c:    files: open, release, flush, fsync, fallocate;
  *            handing open files over and adopting them.
  */
 #ifndef CACHEGW_OPS_I_H
@@ -71,11 +71,6 @@ void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 
 /* ---- open.c: files ---- */
 void gw_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
-void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
-		struct fuse_file_info *fi);
-void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
-		     struct fuse_bufvec *bufv, off_t off,
-		     struct fuse_file_info *fi);
 void gw_flush(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
 void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 	      struct fuse_file_info *fi);

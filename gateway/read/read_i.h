@@ -21,6 +21,9 @@
 /* Read for a FUSE read request; replies itself. */
 void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	     struct gw_file *f, size_t size, off_t off);
+/* The FUSE READ (the operations table's). */
+void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		struct fuse_file_info *fi);
 
 /* ---- fetch.c: fetch lifetime ---- */
 /* Wait for the inode's fetches in flight and its queued fills, then drop

@@ -1,4 +1,4 @@
-/* read_req.c - the read path.
+/* read_req.c - the read path: the FUSE READ, from the cache or the origin.
  *
  * 1. A read whose blocks are all present and verify is served from the
  *    cache (cache_read checks every block's XXH3).
@@ -327,4 +327,14 @@ void gw_read(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	pthread_mutex_unlock(&ino->lock);
 	read_req(gw, req, ino, fl, size, off, obj, wtarget);
 	cache_obj_put(obj);
+}
+
+/* The FUSE READ. */
+void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	struct gw *gw = req_gw(req);
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
+
+	gw_read(gw, req, ino, gw_file_of(fi), size, off);
 }

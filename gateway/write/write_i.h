@@ -28,6 +28,11 @@ void gw_window_put(struct gw *gw, size_t n);
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	      struct gw_file *f, char *buf, size_t size, off_t off,
 	      bool writepage);
+/* The FUSE WRITE (the operations table's, as write_buf): the bytes into a
+ * gw_buf, then gw_write. */
+void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
+		     struct fuse_bufvec *bufv, off_t off,
+		     struct fuse_file_info *fi);
 /* COMMIT, then the write error f should see: for a writer, the last
  * write-back WRITE or COMMIT failure since it was last told at an fsync
  * (errseq, per open file as the kernel's f_wb_err); for a reader none;
