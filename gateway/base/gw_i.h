@@ -6,13 +6,14 @@
  * includes daemon/'s (test 52).
  *
  * The rooms, from the top down (a room uses only those below it):
- *   ops/    ops_i.h    the FUSE operations
- *   write/  write_i.h  the write path
- *   read/   read_i.h   the read path and the cache object
- *   cred/   cred_i.h   credentials and ACCESS
- *   inode/  inode_i.h  the inode table, handles, reclaim
- *   keep/   keep_i.h   what outlives a restart or a takeover
- *   base/   gw_i.h     (this file)
+ *   handover/ handover_i.h open files handed over and adopted
+ *   ops/      ops_i.h      the FUSE operations
+ *   write/    write_i.h    the write path
+ *   read/     read_i.h     the read path and the cache object
+ *   cred/     cred_i.h     credentials and ACCESS
+ *   inode/    inode_i.h    the inode table, handles, reclaim
+ *   keep/     keep_i.h     what outlives a restart or a takeover
+ *   base/     gw_i.h       (this file)
  *
  * logging.c: one-line log messages (stderr in the foreground, syslog as a
  *            daemon, or logfile=).
@@ -480,5 +481,6 @@ struct gw {
 #include "read_i.h"
 #include "write_i.h"
 #include "ops_i.h"
+#include "handover_i.h"
 
 #endif

@@ -5,8 +5,7 @@
  *            READLINK, FORGET, STATFS, interruptible operations.
  * ops_ns.c:  namespace operations and setattr.
  * listing.c: directories (snapshots, readdir(plus)).
- * open.c:    files: open, release, flush, fsync, fallocate;
- *            handing open files over and adopting them.
+ * open.c:    files: open, release, flush, fsync, fallocate.
  */
 #ifndef CACHEGW_OPS_I_H
 #define CACHEGW_OPS_I_H
@@ -27,25 +26,12 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		 const struct nfsc_attr *created, struct fuse_file_info *fi);
 /* The last of f (fi->fh's, gw_file_of): unlisted and freed. */
 void gw_file_release(struct gw *gw, struct gw_inode *ino, struct gw_file *f);
+/* A file's release as a handle (gw_handle_add): what a RELEASE does, for
+ * a file the kernel never released; it marks a handle as a file's. */
+void gw_file_handle_release(struct gw *gw, struct gw_handle *h);
 struct gw_hrec;
-/* Handing over: every writer's data committed, errors into the records;
- * how many writers had one. */
-size_t gw_files_handover(struct gw *gw);
-/* Taking over: a file or directory the kernel had from an earlier
- * process, under the same id. */
-struct gw_adopted_file {
-	struct gw_inode *ino;
-	struct gw_file *f;
-	struct nfsc_attr a;		/* gw_files_adopted_attach's */
-	int ret;
-	struct nfsc_waiter *w;
-};
-int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
-		  struct gw_adopted_file *out);
-/* Then, for all at once: the origin's attributes (GETATTRs in parallel),
- * the hidden name if the file had one, the cache object. */
-void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
-			     size_t n);
+/* A directory the kernel had from an earlier process, under the same id
+ * (listing.c). */
 int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r);
 
 static inline struct gw *req_gw(fuse_req_t req)

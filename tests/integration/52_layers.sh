@@ -28,7 +28,7 @@ run_checks() { # TOP
 	check "$t/nodes" $common || r=1
 	for room in "$t"/gateway/*/; do
 		check "${room%/}" $common nfsc.h cache.h nodes.h gw_i.h \
-			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h \
+			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h handover_i.h \
 			groups.h takeover.h || r=1
 	done
 	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h || r=1

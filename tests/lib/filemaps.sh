@@ -19,6 +19,7 @@ maps=(
 	"gateway/read read_i.h"
 	"gateway/write write_i.h"
 	"gateway/ops ops_i.h"
+	"gateway/handover handover_i.h"
 	"daemon daemon.h"
 )
 
