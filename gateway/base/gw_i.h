@@ -21,6 +21,8 @@
  * hist.c:    latency histograms for the metrics.
  * bdi.c:     the mount as the kernel sees it (mountinfo, readahead, dirty
  *            limits).
+ * attr.c:    what the origin's attributes say: how long they hold, the
+ *            struct stat the kernel is given.
  * The process (daemon/daemon.h): main, options, signals and the stop,
  * the control socket, the metrics endpoint.
  *
@@ -284,6 +286,16 @@ struct gw_itable {
 	struct gw_inode *root;		/* set at start, never freed */
 };
 
+/* ---- attr.c: what the origin's attributes say ---- */
+/* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
+double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);
+/* What is left of that for attributes got at at (CLOCK_MONOTONIC). */
+double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *attr,
+			const struct timespec *at);
+/* Seconds from t (CLOCK_MONOTONIC) to now. */
+double gw_elapsed_since(const struct timespec *t);
+void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
+		     struct stat *st);
 /* Is a a later version of the file than b (ctime, then size)? */
 static inline bool gw_attr_newer(const struct nfsc_attr *a,
 				 const struct nfsc_attr *b)

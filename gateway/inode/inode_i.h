@@ -2,7 +2,9 @@
  * origin file, what is known of it and for how long. One section per file.
  *
  * inode.c:     the inode table: FUSE node-id <-> origin file handle,
- *              kernel references, attributes and their freshness.
+ *              kernel references, node-ids brought back from the table.
+ * inode_attr.c: what an inode knows of its file: attributes and their
+ *              freshness, the name it was found by.
  * handlekey.c: unguessable re-export handles (the node-ids' generations).
  * reclaim.c:   node-ids of files gone at the origin given back.
  */
@@ -46,6 +48,8 @@ struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
 				   uint64_t parent, const struct timespec *at);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
+
+/* ---- inode_attr.c: what an inode knows of its file ---- */
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
 void gw_inode_invalidate_attr(struct gw_inode *ino);
 void gw_inode_set_attr_if_newer(struct gw_inode *ino,
@@ -61,17 +65,9 @@ bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out);
-/* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
-double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);
-/* What is left of that for attributes got at at (CLOCK_MONOTONIC), or of
- * ino's own (0 when it holds none): an answer from what is held tells
- * the kernel no more. */
-double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *attr,
-			const struct timespec *at);
+/* What is left of gw_attr_ttl for ino's attributes (0 when it holds
+ * none): an answer from what is held tells the kernel no more. */
 double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino);
-void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
-		     struct stat *st);
-
 
 /* A regular file ino was found as dir/name (lookup, readdirplus, create,
  * rename): remembered for gw_inode_refused_name. Other types: nothing. */
