@@ -286,6 +286,12 @@ struct gw_itable {
 	struct gw_inode *root;		/* set at start, never freed */
 };
 
+/* The gateway a FUSE request came to. */
+static inline struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
 /* ---- attr.c: what the origin's attributes say ---- */
 /* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
 double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);

@@ -1,6 +1,7 @@
 /* cred_i.h - the credentials room (gateway/cred/): who the caller is and
  * what the origin lets them do. One section per file.
  *
+ * caller.c: a FUSE request's caller's credentials.
  * access.c: ACCESS checks and their cache.
  * groups.c: a caller's supplementary groups (/proc or the user database;
  *           groups.h: libc only, for its unit test).
@@ -11,6 +12,10 @@
 #include "gw_i.h"
 
 #include "groups.h"
+
+/* ---- caller.c ---- */
+/* The caller of req, as the origin is sent it. */
+void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
 
 /* ---- access.c ---- */
 /* 0 if the origin lets cr do mask (R_OK|W_OK|X_OK) to ino, else -EACCES

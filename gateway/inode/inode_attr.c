@@ -143,3 +143,15 @@ char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir)
 	pthread_mutex_unlock(&ino->lock);
 	return n;
 }
+
+/* Fill a fuse_entry_param for ino with attributes a. */
+void gw_make_entry(struct gw *gw, struct gw_inode *ino,
+		       const struct nfsc_attr *a, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino->nodeid;
+	e->generation = gw_node_generation(gw, ino->nodeid);
+	gw_attr_to_stat(a, ino->nodeid, &e->attr);
+	e->attr_timeout = gw_attr_ttl(gw, a);
+	e->entry_timeout = gw->o->acdirmin;
+}

@@ -48,6 +48,14 @@ struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
 				   uint64_t parent, const struct timespec *at);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
 size_t gw_itable_count(struct gw *gw);
+/* In a FUSE operation: declare var, the inode of nodeid, or answer the
+ * request ESTALE and return. */
+#define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
+	struct gw_inode *var = gw_inode_get(gw, nodeid);		\
+	if (!var) {							\
+		fuse_reply_err(req, ESTALE);				\
+		return;							\
+	}
 
 /* ---- inode_attr.c: what an inode knows of its file ---- */
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr);
@@ -68,6 +76,11 @@ int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 /* What is left of gw_attr_ttl for ino's attributes (0 when it holds
  * none): an answer from what is held tells the kernel no more. */
 double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino);
+
+/* Fill a fuse_entry_param for ino with attributes a: its node-id and
+ * generation (handlekey.c), the attributes and their timeouts. */
+void gw_make_entry(struct gw *gw, struct gw_inode *ino,
+		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
 /* A regular file ino was found as dir/name (lookup, readdirplus, create,
  * rename): remembered for gw_inode_refused_name. Other types: nothing. */

@@ -1,11 +1,11 @@
-/* ops.c - the FUSE session's operations table, INIT, the caller's
- * credentials, LOOKUP, GETATTR, READLINK, FORGET, STATFS, and which
- * operations are interruptible. Namespace changes are in ops_ns.c,
+/* ops.c - the FUSE session's operations table, INIT, LOOKUP, GETATTR,
+ * READLINK, FORGET, STATFS, and which operations are interruptible. Namespace changes are in ops_ns.c,
  * directories in listing.c, files in open.c, reads in read_req.c, writes in
  * write.c.
  *
  * Every operation turns the origin's -errno into fuse_reply_err() in its
- * own file and nowhere else. Calls carry the FUSE caller's credentials.
+ * own file and nowhere else. Calls carry the FUSE caller's credentials
+ * (gw_req_cred, cred/caller.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,37 +20,8 @@
 
 #include "cache.h"
 #include "condwait.h"
-#include "groups.h"
 #include "gw_i.h"
 #include "takeover.h"
-
-void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	static bool told;
-	enum gw_groups_src src;
-	int n;
-
-	memset(cr, 0, sizeof(*cr));
-	cr->uid = ctx->uid;
-	cr->gid = ctx->gid;
-	/* The caller's own groups from /proc/PID/status (not
-	 * fuse_req_getgroups(): libfuse 3.14's strstr()s a buffer it never
-	 * NUL-terminates); for a caller whose groups the kernel does not
-	 * show (an nfsd thread serving a re-export, pid 0) the user
-	 * database's for the uid (groups.c). AUTH_SYS carries 16; the rest
-	 * are dropped, as by the Linux NFS client. */
-	n = gw_groups_get(ctx->pid, ctx->uid, ctx->gid, cr->groups,
-			  NFSC_NGROUPS_MAX, &src);
-	cr->ngroups = (uint32_t)n;
-	if (src != GW_GROUPS_PROC &&
-	    !__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
-		gw_log("credentials: a caller whose groups the kernel does not "
-		       "show (pid %d, uid %u: a kernel thread such as nfsd, or "
-		       "outside the gateway's pid namespace): its groups are the "
-		       "user database's for its uid, kept %d s (said once)",
-		       (int)ctx->pid, (unsigned)ctx->uid, GW_GROUPS_TTL);
-}
 
 /* Not under ThreadSanitizer: it sees the order the kernel gives one
  * request's reply and the next request (a file handle made by OPEN, used
@@ -180,18 +151,6 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 	}
 	if (gw_state)
 		negotiated(gw, conn);
-}
-
-/* Fill a fuse_entry_param for ino with attributes a. */
-void gw_make_entry(struct gw *gw, struct gw_inode *ino,
-		       const struct nfsc_attr *a, struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = ino->nodeid;
-	e->generation = gw_node_generation(gw, ino->nodeid);
-	gw_attr_to_stat(a, ino->nodeid, &e->attr);
-	e->attr_timeout = gw_attr_ttl(gw, a);
-	e->entry_timeout = gw->o->acdirmin;
 }
 
 /* LOOKUP name in parent; on success ino holds a new kernel reference. */

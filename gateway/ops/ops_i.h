@@ -1,7 +1,7 @@
 /* ops_i.h - the operations room (gateway/ops/): the FUSE low-level
  * operations, each answered from the rooms below. One section per file.
  *
- * ops.c:     the operations table, INIT, credentials, LOOKUP, GETATTR,
+ * ops.c:     the operations table, INIT, LOOKUP, GETATTR,
  *            READLINK, FORGET, STATFS, interruptible operations.
  * ops_ns.c:  namespace operations and setattr.
  * listing.c: directories (snapshots, readdir(plus)).
@@ -14,9 +14,6 @@
 
 /* ---- ops.c ---- */
 extern const struct fuse_lowlevel_ops gw_oper;
-void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
-void gw_make_entry(struct gw *gw, struct gw_inode *ino,
-		   const struct nfsc_attr *a, struct fuse_entry_param *e);
 
 /* ---- open.c: an open file ---- */
 /* Set up fi for ino (access check, close-to-open, keep_cache, cache
@@ -34,10 +31,6 @@ struct gw_hrec;
  * (listing.c). */
 int gw_dir_adopt(struct gw *gw, const struct gw_hrec *r);
 
-static inline struct gw *req_gw(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 /* Fresh attributes: from the attribute cache unless force, else GETATTR.
  * 1 if the origin's answer shows the file's data changed (its cache
  * object was emptied), 0 if not, -errno on failure. (ops.c) */
@@ -86,15 +79,6 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		int to_set, struct fuse_file_info *fi);
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
-
-/* In a FUSE operation: declare var, the inode of nodeid, or answer the
- * request ESTALE and return. */
-#define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
-	struct gw_inode *var = gw_inode_get(gw, nodeid);		\
-	if (!var) {							\
-		fuse_reply_err(req, ESTALE);				\
-		return;							\
-	}
 
 
 #endif
