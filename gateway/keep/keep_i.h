@@ -57,6 +57,11 @@ bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
 			   struct nfsc_attr *ver);
 /* At start, after a stop that was not clean: keep only ACCESS answers. */
 void gw_md_unclean(struct gw *gw);
+/* The node-id kept for dir/name: 0 and *child, or -ENOENT (not kept;
+ * or, unless offline, older than dir's attribute timeout, or kept in
+ * this run). */
+int gw_md_kept_child(struct gw *gw, struct gw_inode *dir, const char *name,
+		     bool offline, uint64_t *child);
 /* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
  * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,
  * or not usable: ask the origin). offline: the origin is lost; what was

@@ -388,17 +388,12 @@ void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name)
 				   0);
 }
 
-int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		 const char *name, bool offline, struct fuse_entry_param *e)
+int gw_md_kept_child(struct gw *gw, struct gw_inode *dir, const char *name,
+		     bool offline, uint64_t *child)
 {
 	size_t len = strlen(name);
 	struct nodes_md_rec r;
-	struct gw_inode *ino;
-	struct nfsc_cred cr;
-	struct nfsc_attr a;
-	uint64_t child;
 	double age;
-	int ret;
 
 	if (!gw->md || len > MD_NAME_MAX ||
 	    nodes_md_get_one(gw->md, dir->nodeid, NODES_MD_DENT,
@@ -409,7 +404,21 @@ int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
 	if (!offline && (age < 0 || age >= dir_ttl(gw, dir) ||
 			 r.fetched_ns >= gw->md_epoch))
 		return -ENOENT;
-	memcpy(&child, r.blob, 8);
+	memcpy(child, r.blob, 8);
+	return 0;
+}
+
+int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
+		 const char *name, bool offline, struct fuse_entry_param *e)
+{
+	struct gw_inode *ino;
+	struct nfsc_cred cr;
+	struct nfsc_attr a;
+	uint64_t child;
+	int ret;
+
+	if (gw_md_kept_child(gw, dir, name, offline, &child))
+		return -ENOENT;
 	/* The origin would refuse a LOOKUP in a directory the caller may
 	 * not search: so does a kept name. */
 	gw_req_cred(req, &cr);
