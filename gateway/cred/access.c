@@ -18,7 +18,7 @@
  * (ACCESS3_READ; refused: not), each kept with what is known of the file
  * for that credential and version. A listing, names or attributes kept
  * from an earlier run are shown only to a caller that holds such an
- * answer (gw_access_kept_listing; gw_md_lookup): the kernel checks the
+ * answer (gw_access_kept_listing; lookup.c): the kernel checks the
  * mode bits alone (default_permissions), and the origin's own refusals
  * (root squash, ACLs) would be lost on anything served without one.
  */

@@ -62,12 +62,6 @@ void gw_md_unclean(struct gw *gw);
  * this run). */
 int gw_md_kept_child(struct gw *gw, struct gw_inode *dir, const char *name,
 		     bool offline, uint64_t *child);
-/* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
- * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,
- * or not usable: ask the origin). offline: the origin is lost; what was
- * kept at any age and in this run serves (offline.c). gw_md_listing too. */
-int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		 const char *name, bool offline, struct fuse_entry_param *e);
 /* The node-id name in dir was last known to have, at any age: 0, or
  * -ENOENT. */
 int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
@@ -94,10 +88,6 @@ void gw_offline_count(struct gw *gw);
  * counted: offline_answers counts requests answered (once each, where
  * the reply is made: gw_offline_count). */
 int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a);
-/* LOOKUP from kept names: 0 and *e, -ENOENT (dir's kept listing has no
- * such name), -EACCES, or -EHOSTDOWN (not held). */
-int gw_offline_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		      const char *name, struct fuse_entry_param *e);
 /* STATFS: the last answer kept (gw_offline_note_fsstat), or -EHOSTDOWN. */
 void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs);
 int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs);

@@ -408,49 +408,6 @@ int gw_md_kept_child(struct gw *gw, struct gw_inode *dir, const char *name,
 	return 0;
 }
 
-int gw_md_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		 const char *name, bool offline, struct fuse_entry_param *e)
-{
-	struct gw_inode *ino;
-	struct nfsc_cred cr;
-	struct nfsc_attr a;
-	uint64_t child;
-	int ret;
-
-	if (gw_md_kept_child(gw, dir, name, offline, &child))
-		return -ENOENT;
-	/* The origin would refuse a LOOKUP in a directory the caller may
-	 * not search: so does a kept name. */
-	gw_req_cred(req, &cr);
-	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
-	if (ret)
-		return ret == -EACCES || ret == -EHOSTDOWN ? ret : -ENOENT;
-	/* Offline, a name kept is there even when the rest is not held:
-	 * EHOSTDOWN, not ENOENT. */
-	ino = gw_inode_resolve(gw, child);
-	if (!ino)
-		return offline ? -EHOSTDOWN : -ENOENT;	/* given back */
-	if (offline ? gw_offline_attr(gw, ino, &a) :
-		      gw_inode_cached_attr(gw, ino, &a)) {
-		gw_inode_forget(gw, child, 1);
-		return offline ? -EHOSTDOWN : -ENOENT;
-	}
-	/* An open that finds another version must tell the kernel (open.c):
-	 * it has these attributes, not the origin's of now. */
-	pthread_mutex_lock(&ino->lock);
-	ino->entry_kept = true;
-	ino->kept_attr = a;
-	pthread_mutex_unlock(&ino->lock);
-	gw_make_entry(gw, ino, &a, e);
-	/* Trusted by the kernel for what is left of their timeout, as
-	 * their age says (none, for attributes only md.log holds): once the
-	 * origin is back, it asks as it would have. */
-	e->attr_timeout = gw_inode_ttl_left(gw, ino);
-	__atomic_add_fetch(offline ? &gw->offline_answers :
-			   &gw->md_kept_lookups, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
 void gw_md_note_link(struct gw *gw, uint64_t nodeid, const char *target)
 {
 	size_t len = strlen(target);

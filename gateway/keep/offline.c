@@ -54,25 +54,6 @@ int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a)
 	return 0;
 }
 
-int gw_offline_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *dir,
-		      const char *name, struct fuse_entry_param *e)
-{
-	int ret = gw_md_lookup(gw, req, dir, name, true, e);
-	struct nfsc_cred cr;
-
-	if (ret != -ENOENT)
-		return ret;
-	if (!gw_md_listed_whole(gw, dir))
-		return -EHOSTDOWN;
-	/* Not there: told only to whom the origin would tell it. */
-	gw_req_cred(req, &cr);
-	ret = gw_access_check(gw, dir, &cr, X_OK, NULL, NULL);
-	if (ret)
-		return ret == -EACCES ? ret : -EHOSTDOWN;
-	gw_offline_count(gw);
-	return -ENOENT;
-}
-
 void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs)
 {
 	pthread_mutex_lock(&gw->fs_lock);

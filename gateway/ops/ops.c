@@ -1,7 +1,7 @@
-/* ops.c - the FUSE session's operations table, INIT, LOOKUP, GETATTR,
- * READLINK, FORGET, STATFS, and which operations are interruptible. Namespace changes are in ops_ns.c,
- * directories in listing.c, files in open.c, reads in read_req.c, writes in
- * write.c.
+/* ops.c - the FUSE session's operations table, INIT, GETATTR, READLINK,
+ * FORGET, STATFS, and which operations are interruptible. LOOKUP is in
+ * lookup.c, namespace changes in ops_ns.c, directories in listing.c,
+ * files in open.c, reads in read_req.c, writes in write.c.
  *
  * Every operation turns the origin's -errno into fuse_reply_err() in its
  * own file and nowhere else. Calls carry the FUSE caller's credentials
@@ -153,45 +153,6 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 		negotiated(gw, conn);
 }
 
-/* LOOKUP name in parent; on success ino holds a new kernel reference. */
-static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
-		     const char *name, struct fuse_entry_param *e)
-{
-	struct nfsc_cred cr;
-	struct nfsc_fh fh;
-	struct nfsc_attr a;
-	struct gw_inode *ino;
-	bool has_attr = false;
-	int ret;
-
-	ret = gw_md_lookup(gw, req, parent, name, false, e);
-	if (ret != -ENOENT)
-		return ret;
-	gw_req_cred(req, &cr);
-	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
-	if (ret == -EHOSTDOWN)
-		return gw_offline_lookup(gw, req, parent, name, e);
-	/* Found or not, the origin let cr search parent. */
-	if (!ret || ret == -ENOENT)
-		gw_access_note_search(gw, parent, &cr);
-	if (ret)
-		return ret;
-	if (!has_attr) {
-		ret = nfsc_getattr(gw->nfs, &cr, &fh, &a);
-		if (ret == -EHOSTDOWN)
-			return gw_offline_lookup(gw, req, parent, name, e);
-		if (ret)
-			return ret;
-	}
-	ino = gw_inode_ref(gw, &fh, &a, parent->nodeid);
-	if (!ino)
-		return -errno;
-	gw_inode_note_name(ino, parent->nodeid, name, &a);
-	gw_md_note_dent(gw, parent, name, ino->nodeid);
-	gw_make_entry(gw, ino, &a, e);
-	return 0;
-}
-
 /* Fresh attributes: from the attribute cache unless force, else GETATTR.
  * Returns 1 if the origin's answer shows the file's data changed (its
  * cache object was emptied), 0 if not, -errno on failure. */
@@ -304,62 +265,6 @@ again:
 	ga_put_locked(r);
 	pthread_mutex_unlock(&ino->lock);
 	return ret;
-}
-
-/* "." and ".." of any node-id ever handed out: how the kernel turns a
- * re-exporter's file handle back into an inode, even one it forgot and one
- * from an earlier run of the gateway. */
-static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
-		      bool dotdot, struct fuse_entry_param *e)
-{
-	struct gw_inode *ino = gw_inode_resolve(gw, nodeid);
-	struct nfsc_attr a;
-	int ret;
-
-	/* Each gw_inode_resolve() holds a reference, so a concurrent FORGET
-	 * of the same node-id cannot free the inode under us; the reference
-	 * of the inode answered is the one the reply hands to the kernel. */
-	if (ino && dotdot) {
-		struct gw_inode *child = ino;
-
-		ino = gw_inode_resolve(gw, gw_inode_parent(gw, child));
-		gw_inode_forget(gw, child->nodeid, 1);
-	}
-	if (!ino)
-		return -ESTALE;
-	ret = gw_get_attr(gw, req, ino, true, &a);
-	if (ret < 0) {
-		gw_inode_forget(gw, ino->nodeid, 1);
-		return ret;
-	}
-	gw_make_entry(gw, ino, &a, e);
-	if (gw_offline(gw))	/* as last known: no fresher for the kernel */
-		e->attr_timeout = gw_inode_ttl_left(gw, ino);
-	return 0;
-}
-
-static void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct gw *gw = req_gw(req);
-	struct fuse_entry_param e;
-	struct gw_inode *p;
-	int ret;
-
-	if (!strcmp(name, ".") || !strcmp(name, "..")) {
-		ret = lookup_dot(gw, req, parent, name[1] == '.', &e);
-		goto reply;
-	}
-	p = gw_inode_get(gw, parent);
-	if (!p) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	ret = do_lookup(gw, req, p, name, &e);
-reply:
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else if (fuse_reply_entry(req, &e) == -ENOENT)
-		gw_inode_forget(gw, e.ino, 1);
 }
 
 static void gw_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

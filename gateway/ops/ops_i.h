@@ -1,8 +1,9 @@
 /* ops_i.h - the operations room (gateway/ops/): the FUSE low-level
  * operations, each answered from the rooms below. One section per file.
  *
- * ops.c:     the operations table, INIT, LOOKUP, GETATTR,
- *            READLINK, FORGET, STATFS, interruptible operations.
+ * ops.c:     the operations table, INIT, GETATTR, READLINK, FORGET,
+ *            STATFS, interruptible operations.
+ * lookup.c:  LOOKUP: from the origin, from kept names, offline.
  * ops_ns.c:  namespace operations and setattr.
  * listing.c: directories (snapshots, readdir(plus)).
  * open.c:    files: open, release, flush, fsync, fallocate.
@@ -14,6 +15,9 @@
 
 /* ---- ops.c ---- */
 extern const struct fuse_lowlevel_ops gw_oper;
+
+/* ---- lookup.c ---- */
+void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 
 /* ---- open.c: an open file ---- */
 /* Set up fi for ino (access check, close-to-open, keep_cache, cache
