@@ -270,7 +270,7 @@ static struct gw_inode *inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		ret = nodes_add(gw->nodes, fh->data, fh->len, parent,
 				      &nodeid, &gen);
 		if (ret == 1)
-			gw_reclaim_note_add(gw);
+			gw_reclaim_note_add(gw, 1);
 		if (ret >= 0 && !(ino = inode_new(gw, fh, nodeid)))
 			ret = -ENOMEM;
 		if (ret < 0) {

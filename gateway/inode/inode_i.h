@@ -138,8 +138,8 @@ void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
 /* One pass now (waits for a pass in progress first). 0, -EINTR (told to
  * stop), -ENOMEM, -ENOTCONN (not started). */
 int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
-/* An entry was added to the table: may start a pass. */
-void gw_reclaim_note_add(struct gw *gw);
+/* n entries were added to the table: may start a pass. */
+void gw_reclaim_note_add(struct gw *gw, uint64_t n);
 /* Before a CREATE, MKDIR, MKNOD or SYMLINK at the origin: 0, or -ENOSPC
  * when the node-id table could not record what it makes (counted). */
 int gw_reclaim_room(struct gw *gw);

@@ -681,14 +681,14 @@ int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res)
 	return ret == -EAGAIN ? 0 : ret;
 }
 
-void gw_reclaim_note_add(struct gw *gw)
+void gw_reclaim_note_add(struct gw *gw, uint64_t n)
 {
 	struct gw_reclaim *r = gw->reclaim;
 	uint64_t adds, at;
 
-	if (!r || !gw->o->reclaim_after)
+	if (!r || !n || !gw->o->reclaim_after)
 		return;
-	adds = __atomic_add_fetch(&r->adds, 1, __ATOMIC_RELAXED);
+	adds = __atomic_add_fetch(&r->adds, n, __ATOMIC_RELAXED);
 	at = __atomic_load_n(&r->next_at, __ATOMIC_RELAXED);
 	if (adds < at || __atomic_exchange_n(&r->pending, true,
 					     __ATOMIC_ACQ_REL))

@@ -40,10 +40,12 @@ void gw_md_note_reader(struct gw *gw, uint64_t dir, const struct gw_access *s);
 /* The reader kept for this credential of dir's listing: true and *out. */
 bool gw_md_reader_any(struct gw *gw, uint64_t dir, uint32_t uid,
 		      uint32_t gid, uint64_t groups, struct gw_access *out);
-/* A listing just read whole from the origin (version ver): keep it. */
-void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
-			const struct nfsc_attr *ver,
-			const struct nfsc_dirlist *l);
+/* A listing just read whole from the origin (version ver): keep it. Its
+ * files are given node-ids (the records' keys): returns how many were new
+ * in the node-id table, for the caller to tell reclaim. */
+uint64_t gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_attr *ver,
+			    const struct nfsc_dirlist *l);
 /* dir's listing from what a start before kept, if usable (and of version
  * ver when given): 0, *out and in *at (malloc'd, one per entry) when each
  * entry's attributes were fetched (CLOCK_MONOTONIC), or -ENOENT (ask the

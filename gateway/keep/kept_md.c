@@ -596,11 +596,11 @@ static bool attr_kept_young(struct gw *gw, uint64_t id,
 	       (double)(now - r.fetched_ns) / 1e9 < gw_attr_ttl(gw, a) / 2;
 }
 
-void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
-			const struct nfsc_attr *ver,
-			const struct nfsc_dirlist *l)
+uint64_t gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
+			    const struct nfsc_attr *ver,
+			    const struct nfsc_dirlist *l)
 {
-	uint64_t now = gw_md_now_ns(), dot = 0, dotdot = 0;
+	uint64_t now = gw_md_now_ns(), dot = 0, dotdot = 0, added = 0;
 	struct md_listed m;
 	uint32_t n = 0;
 
@@ -628,7 +628,7 @@ void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
 		if (ret < 0)
 			goto incomplete;
 		if (ret == 1)
-			gw_reclaim_note_add(gw);
+			added++;
 		gw_md_note_dent(gw, dir, de->name, id);
 		pack_attr(&de->attr, &ma);
 		if (!attr_kept_young(gw, id, &ma, &de->attr, now) &&
@@ -649,12 +649,13 @@ void gw_md_note_listing(struct gw *gw, struct gw_inode *dir,
 	m.dotdot = dotdot;
 	(void)nodes_md_put(gw->md, dir->nodeid, MD_LISTED, 0, now, &m,
 			   sizeof(m));
-	return;
+	return added;
 incomplete:
 	/* Not kept whole: no listing may come from what is kept of it. */
 	if (gw->md)
 		(void)nodes_md_put(gw->md, dir->nodeid, MD_LISTED, 0, now,
 				   NULL, 0);
+	return added;
 }
 
 static bool listed_is(const struct md_listed *m, const struct nfsc_attr *a)

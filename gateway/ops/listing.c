@@ -182,7 +182,8 @@ again:
 		gw_access_note_listed(gw, ino, cr, ver, !ret,
 				      !ret && names_searched(&sn->list));
 	if (!ret)
-		gw_md_note_listing(gw, ino, ver, &sn->list);
+		gw_reclaim_note_add(gw, gw_md_note_listing(gw, ino, ver,
+							   &sn->list));
 	pthread_mutex_lock(&snap_lock);
 	sn->loading = false;
 	sn->err = ret;
