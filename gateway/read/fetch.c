@@ -16,6 +16,7 @@
 #include "condwait.h"
 #include "gw_i.h"
 #include "read_i.h"
+#include "worker.h"
 
 #define GW_FETCH_KEEP 4		/* completed fetches kept per inode */
 
@@ -92,6 +93,18 @@ void gw_fetch_trim(struct gw_inode *ino)
 	gw_fetch_free_list(freeme);
 }
 
+/* Queue a completed fetch for the fill thread (fill_thread.c, which takes
+ * it off the queue), with the reference of its READs and a count in
+ * ino->fills_queued taken by the caller. */
+static void fill_queue(struct gw *gw, struct gw_fetch *f)
+{
+	__atomic_fetch_add(&gw->fill_queued_bytes, f->got, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&gw->fill_lock);
+	QUEUE_PUSH(gw->fill_head, gw->fill_tail, f, fill_next);
+	pthread_cond_signal(&gw->fill_cond);
+	pthread_mutex_unlock(&gw->fill_lock);
+}
+
 /* Called on a connection thread as each READ of a fetch completes. Once
  * the last one has published done, the inode may be freed at any moment
  * (gw_inode_drop_fetch waits only for that): all inode work happens in the
@@ -161,7 +174,7 @@ static void chunk_done(int status, void *priv)
 	}
 	pthread_mutex_unlock(&ino->lock);
 	if (fill)
-		gw_fill_queue(gw, f);	/* the fill thread drops our ref */
+		fill_queue(gw, f);	/* the fill thread drops our ref */
 	gw_fetch_free_list(freeme);
 }
 

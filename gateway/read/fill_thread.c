@@ -1,9 +1,10 @@
 /* fill_thread.c - the fill thread: completed fetches go into the cache.
  *
  * chunk_done (fetch.c) runs on a connection thread, which must not copy
- * and hash megabytes: it queues the fetch here instead. This thread hands
- * each fetch's own buffer to the cache (cache_fill_ref, no copy) unless a
- * write or truncate answered since the fetch began made it stale.
+ * and hash megabytes: it queues the fetch for this thread instead. This
+ * thread hands each fetch's own buffer to the cache (cache_fill_ref, no
+ * copy) unless a write or truncate answered since the fetch began made it
+ * stale.
  *
  * When the cache disk is slower than the origin (fill_behind=): with wait
  * (the default) a fill waits for room in the cache's writes in flight, so
@@ -20,17 +21,6 @@
 #include "worker.h"
 #include "gw_i.h"
 #include "read_i.h"
-
-/* Queue a completed fetch for the cache, with the reference of its READs
- * and a count in ino->fills_queued taken by the caller. */
-void gw_fill_queue(struct gw *gw, struct gw_fetch *f)
-{
-	__atomic_fetch_add(&gw->fill_queued_bytes, f->got, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&gw->fill_lock);
-	QUEUE_PUSH(gw->fill_head, gw->fill_tail, f, fill_next);
-	pthread_cond_signal(&gw->fill_cond);
-	pthread_mutex_unlock(&gw->fill_lock);
-}
 
 static void *fill_thread(void *arg)
 {

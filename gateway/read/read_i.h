@@ -138,12 +138,6 @@ struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 			      const struct nfsc_cred *cr, uint64_t pos,
 			      uint64_t end, uint64_t bs);
 
-/* ---- fill_thread.c ---- */
-
-/* Queue a completed fetch for the cache, with the reference of its READs
- * and a count in ino->fills_queued taken by the caller. */
-void gw_fill_queue(struct gw *gw, struct gw_fetch *f);
-
 /* ---- readahead.c ---- */
 
 /* The readahead window for a read of [off, off+size): grows with
