@@ -286,13 +286,10 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		goto out_cache;
 	if (open_origin(&gw))
 		goto out_cache;
-	if (gw_itable_init(&gw.it, nfsc_root(gw.nfs))) {
+	if (gw_gateway_init(&gw)) {
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_nfs;
 	}
-	/* The root's kept attributes and ACCESS answers, as every new
-	 * inode gets them (kept_md.c); no request runs yet. */
-	gw_md_attach(&gw, gw.it.root);
 	/* 2. the FUSE session and the mount */
 	if (add_mount_opts(o)) {
 		fprintf(stderr, "cachegw: out of memory\n");

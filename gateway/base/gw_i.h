@@ -70,6 +70,7 @@
 #include "lathist.h"
 #include "lockcheck.h"
 #include "nfsc.h"
+#include "gateway.h"
 #include "nodes.h"
 
 struct cache;
@@ -284,6 +285,10 @@ struct gw_itable {
 	size_t nbuckets;		/* power of two, lock */
 	size_t count;			/* inodes in the table, lock */
 	struct gw_inode *root;		/* set at start, never freed */
+	/* What the rooms above the inodes hang on one (its fetches, its
+	 * uncommitted extents), let go before it is freed: gateway.c's,
+	 * set at start; NULL until then (nothing hangs on the root). */
+	void (*evict)(struct gw *gw, struct gw_inode *ino);
 };
 
 /* The gateway a FUSE request came to. */

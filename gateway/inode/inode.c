@@ -126,10 +126,10 @@ int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh)
 static void inode_free(struct gw *gw, struct gw_inode *ino)
 {
 	gw_md_keep_inode(gw, ino);	/* for the next start */
-	gw_inode_drop_fetch(ino);	/* waits for READs that fill ino->obj */
+	if (gw->it.evict)	/* waits for READs that fill ino->obj */
+		gw->it.evict(gw, ino);
 	if (ino->obj)
 		cache_obj_put(ino->obj);
-	gw_write_forget(ino);
 	free(ino->name);
 	pthread_cond_destroy(&ino->fetch_cond);
 	pthread_mutex_destroy(&ino->coh_lock);

@@ -26,12 +26,13 @@ run_checks() { # TOP
 	check "$t/nfsclient" $common || r=1
 	check "$t/cache" $common || r=1
 	check "$t/nodes" $common || r=1
-	for room in "$t"/gateway/*/; do
+	for room in "$t"/gateway "$t"/gateway/*/; do
 		check "${room%/}" $common nfsc.h cache.h nodes.h gw_i.h \
-			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h handover_i.h \
-			groups.h takeover.h || r=1
+			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h \
+			handover_i.h groups.h takeover.h gateway.h || r=1
 	done
-	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h || r=1
+	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h \
+		gateway.h || r=1
 	return $r
 }
 run_checks "$top" || bad "a layer includes a header it should not"

@@ -12,6 +12,7 @@ maps=(
 	"cache cache_i.h"
 	"nodes nodes_i.h"
 	"nfsclient nfsc_i.h"
+	"gateway gateway.h"
 	"gateway/base gw_i.h"
 	"gateway/keep keep_i.h"
 	"gateway/inode inode_i.h"
