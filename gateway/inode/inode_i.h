@@ -6,7 +6,9 @@
  * inode_attr.c: what an inode knows of its file: attributes and their
  *              freshness, the name it was found by.
  * handlekey.c: unguessable re-export handles (the node-ids' generations).
- * reclaim.c:   node-ids of files gone at the origin given back.
+ * reclaim.c:   node-ids of files gone at the origin given back: when (the
+ *              thread, its triggers, counters) and the GETATTRs a pass sends.
+ * reclaim_pass.c: one pass: which entries are of files gone.
  */
 #ifndef CACHEGW_INODE_I_H
 #define CACHEGW_INODE_I_H
@@ -135,8 +137,8 @@ struct gw_reclaim_counters {
 int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
 void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
 void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
-/* One pass now (waits for a pass in progress first). 0, -EINTR (told to
- * stop), -ENOMEM, -ENOTCONN (not started). */
+/* One pass now (reclaim_pass.c; waits for a pass in progress first).
+ * 0, -EINTR (told to stop), -ENOMEM, -ENOTCONN (not started). */
 int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
 /* n entries were added to the table: may start a pass. */
 void gw_reclaim_note_add(struct gw *gw, uint64_t n);
@@ -145,5 +147,71 @@ void gw_reclaim_note_add(struct gw *gw, uint64_t n);
 int gw_reclaim_room(struct gw *gw);
 void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
 
+
+/* ---- inside the inode room: what reclaim.c and reclaim_pass.c share ---- */
+#include <time.h>
+
+#define GW_RECLAIM_INFLIGHT 32		/* GETATTRs in flight */
+#define GW_RECLAIM_PERSIST_S 3600	/* an origin that has looked like it
+					 * lost a file system this long is
+					 * believed */
+
+struct gw_reclaim {
+	pthread_mutex_t lock;		/* guards stop, kick, retry_at */
+	pthread_cond_t cond;		/* with lock: stop or kick */
+	bool stop, kick;
+	time_t retry_at;		/* lock: CLOCK_MONOTONIC s of a pass
+					 * after an aborted one; 0: none */
+	pthread_t tid;
+	pthread_mutex_t run_lock;	/* one pass at a time; before lock */
+	/* run_lock: */
+	bool root_known;		/* the root's identity, from the first
+					 * pass that reached it */
+	uint64_t root_fsid, root_fileid;
+	time_t trouble_since;		/* CLOCK_MONOTONIC s: the first of the
+					 * aborted passes in a row; 0: the
+					 * last pass completed */
+	unsigned persist_s;		/* GW_RECLAIM_PERSIST_S, or a test's */
+	uint64_t adds;			/* entries added since the last pass
+					 * (atomic) */
+	uint64_t next_at;		/* adds that start a pass (atomic) */
+	bool pending;			/* a pass is asked for (atomic) */
+	/* Counters, atomic. */
+	uint64_t runs, checked, held, reclaimed, errors, refusals, aborted;
+};
+
+/* One GETATTR of a pass. */
+struct probe {
+	struct reclaim_batch *b;
+	struct nfsc_fh fh;
+	struct nfsc_attr attr;
+	uint64_t id;
+	int status;
+};
+
+/* The GETATTRs of a pass in flight. Heap-allocated and counted: a pass
+ * told to stop returns without waiting for an origin that does not answer
+ * (a hard mount's calls wait for ever), and the last callback (at the
+ * latest when the connections are closed: RPC_STATUS_CANCEL) frees it. */
+struct reclaim_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* with lock: outstanding went to 0 */
+	unsigned outstanding;		/* lock */
+	unsigned refs;			/* lock: outstanding + the pass */
+	struct probe p[GW_RECLAIM_INFLIGHT];
+};
+
+
+/* Is the reclaim thread told to stop? (Takes r->lock.) */
+bool gw_reclaim_stopping(struct gw_reclaim *r);
+time_t gw_reclaim_now_s(void);		/* CLOCK_MONOTONIC seconds */
+/* A batch with the pass's reference. NULL: no memory. */
+struct reclaim_batch *reclaim_batch_new(void);
+/* Drop a reference; b->lock held, released here. */
+void reclaim_batch_put_locked(struct reclaim_batch *b);
+/* GETATTR the first n probes of b (as root) and wait for all. false: told
+ * to stop while waiting (the batch is left to its callbacks; do not touch
+ * it again). */
+bool reclaim_probe_all(struct gw *gw, struct reclaim_batch *b, unsigned n);
 
 #endif
