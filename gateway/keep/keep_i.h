@@ -2,8 +2,9 @@
  * or a takeover, kept where the next process finds it. One section per
  * file.
  *
- * kept_md.c: attributes, ACCESS answers, names and listings kept across a
- *            restart (md.log: nodes/md.c).
+ * kept_md.c: attributes, ACCESS answers and links' targets kept across a
+ *            restart (md.log: nodes/md.c), and their records.
+ * kept_names.c: names and listings kept across a restart.
  * offline.c: what is answered while the origin is lost (offline=).
  * intent.c:  changes a dead process made, answered as done to its
  *            successor (../takeover.h: the state a successor inherits).
@@ -222,5 +223,40 @@ struct gw_file {
 	bool inval_attr;		/* the open found a new version: the
 					 * kernel's attributes are stale */
 };
+
+/* ---- inside keep/: the records kept_md.c and kept_names.c share ----
+ * Record types of md.log (nodes_md_put's kind; NODES_MD_DENT is the
+ * store's own, for names): */
+#define MD_ATTR 1
+#define MD_ACCESS 2
+#define MD_LISTED 3			/* a directory's whole listing is kept */
+#define MD_LINK 4			/* a symbolic link's target (a link's
+					 * target never changes: a new target
+					 * is a new file) */
+#define MD_READER 5			/* who read a directory's listing from
+					 * the origin, per credential: an
+					 * md_access stamped with the version
+					 * read */
+#define MD_LIST_MAX 65536		/* larger listings are not kept */
+#define MD_NAME_MAX (NODES_MD_BLOB_MAX - 8)	/* longer names: not kept */
+
+struct md_attr {
+	uint8_t type;
+	uint8_t pad[3];
+	uint32_t mode, nlink, uid, gid, rdev_major, rdev_minor;
+	uint64_t size, used, fsid, fileid;
+	int64_t at_s, mt_s, ct_s;
+	uint32_t at_ns, mt_ns, ct_ns;
+} __attribute__((packed));
+
+/* Attributes into and out of an MD_ATTR record; false for a record that
+ * cannot be attributes. */
+void md_pack_attr(const struct nfsc_attr *a, struct md_attr *m);
+bool md_unpack_attr(const struct nodes_md_rec *r, struct nfsc_attr *a);
+/* Seconds since a fetch at fetched_ns, or a negative number when the
+ * clock went back since (then nothing kept is trusted). */
+double md_age_of(uint64_t fetched_ns, uint64_t now_ns);
+/* CLOCK_MONOTONIC "now minus age", as a timespec and in seconds. */
+void md_mono_minus(double age, struct timespec *ts, double *secs);
 
 #endif
