@@ -23,15 +23,6 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-/* A directory's entries or mtime changed by us: ask the origin next time. */
-static void dir_changed(struct gw_inode *dir)
-{
-	pthread_mutex_lock(&dir->lock);
-	dir->attr_valid = false;
-	dir->attr_dropped = true;
-	pthread_mutex_unlock(&dir->lock);
-}
-
 /* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
  * GETATTR what the origin left out) and reply. existed: a CREATE found the
  * file there already (not O_EXCL): the open is checked as any open. */
@@ -45,7 +36,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	bool has_attr = c->has_attr;
 	int ret = 0;
 
-	dir_changed(parent);
+	gw_inode_invalidate_attr(parent);
 	if (!c->has_fh)
 		ret = nfsc_lookup(gw->nfs, cr, &parent->fh, name, &c->fh,
 				  &c->attr, &has_attr);
@@ -448,7 +439,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == -ENOENT && gw_intent_was_done(&in, NULL))
 		ret = 0;
 	if (!ret) {
-		dir_changed(p);
+		gw_inode_invalidate_attr(p);
 		gw_md_unname(gw, p, name);
 	}
 	fuse_reply_err(req, -ret);
@@ -512,7 +503,7 @@ void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == -ENOENT && gw_intent_was_done(&in, NULL))
 		ret = 0;
 	if (!ret) {
-		dir_changed(p);
+		gw_inode_invalidate_attr(p);
 		gw_md_unname(gw, p, name);
 		if (v)
 			gw_inode_invalidate_attr(v);
@@ -585,8 +576,8 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret && silly)
 		gw_silly_undo(gw, np, newname, v);
 	if (!ret) {
-		dir_changed(p);
-		dir_changed(np);
+		gw_inode_invalidate_attr(p);
+		gw_inode_invalidate_attr(np);
 		gw_md_unname(gw, p, name);
 		gw_md_unname(gw, np, newname);
 		if (v)
