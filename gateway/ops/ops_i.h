@@ -4,7 +4,10 @@
  * ops.c:     the operations table, INIT, GETATTR, READLINK, FORGET,
  *            STATFS, interruptible operations.
  * lookup.c:  LOOKUP: from the origin, from kept names, offline.
- * ops_ns.c:  namespace operations and setattr.
+ * ops_ns.c:  operations that make a name: mkdir, mknod, symlink,
+ *            create, link.
+ * ops_remove.c: unlink, rmdir, rename.
+ * ops_setattr.c: setattr, access.
  * listing.c: directories (snapshots, readdir(plus)).
  * open.c:    files: open, release, flush, fsync, fallocate.
  */
@@ -76,10 +79,18 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi);
 void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 	     const char *newname);
+/* The change req asks for, as intent.c keys it (ops_ns.c, ops_remove.c). */
+struct gw_intent ops_intent_of(fuse_req_t req, unsigned op, uint64_t dir,
+			       const char *name, uint64_t obj,
+			       const char *name2);
+
+/* ---- ops_remove.c ---- */
 void gw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void gw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+
+/* ---- ops_setattr.c ---- */
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		int to_set, struct fuse_file_info *fi);
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
