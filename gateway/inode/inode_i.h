@@ -6,8 +6,10 @@
  * inode_attr.c: what an inode knows of its file: attributes and their
  *              freshness, the name it was found by.
  * handlekey.c: unguessable re-export handles (the node-ids' generations).
- * reclaim.c:   node-ids of files gone at the origin given back: when (the
- *              thread, its triggers, counters) and the GETATTRs a pass sends.
+ * reclaim.c:   node-ids of files gone at the origin given back: when
+ *              passes run (the thread), counters.
+ * reclaim_base.c: what reclaim stands on: its triggers, the stop and
+ *              the clock, the GETATTR batches of a pass.
  * reclaim_pass.c: one pass: which entries are of files gone.
  */
 #ifndef CACHEGW_INODE_I_H
@@ -140,7 +142,8 @@ void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
 /* One pass now (reclaim_pass.c; waits for a pass in progress first).
  * 0, -EINTR (told to stop), -ENOMEM, -ENOTCONN (not started). */
 int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
-/* n entries were added to the table: may start a pass. */
+/* n entries were added to the table: may start a pass (reclaim_base.c,
+ * as gw_reclaim_room). */
 void gw_reclaim_note_add(struct gw *gw, uint64_t n);
 /* Before a CREATE, MKDIR, MKNOD or SYMLINK at the origin: 0, or -ENOSPC
  * when the node-id table could not record what it makes (counted). */
@@ -148,7 +151,7 @@ int gw_reclaim_room(struct gw *gw);
 void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
 
 
-/* ---- inside the inode room: what reclaim.c and reclaim_pass.c share ---- */
+/* ---- inside the inode room: reclaim's parts (reclaim_base.c) ---- */
 #include <time.h>
 
 #define GW_RECLAIM_INFLIGHT 32		/* GETATTRs in flight */
