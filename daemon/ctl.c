@@ -30,7 +30,7 @@
 
 #include "cache.h"
 #include "daemon.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 
 struct metric {

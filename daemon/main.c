@@ -266,7 +266,7 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 	char err[256];
 	bool handed = false;
 
-	/* What a successor needs, kept from the start (takeover.h). */
+	/* What a successor needs, kept from the start (gw_state.h). */
 	if (gw.successor ? gw_state_open(fds[1], err, sizeof(err)) :
 			   (snprintf(err, sizeof(err), "cannot make the "
 				     "takeover state"), gw_state_create())) {

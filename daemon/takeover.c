@@ -1,5 +1,5 @@
 /* takeover.c - one FUSE connection, served by one process after another
- * (doc/takeover.md; the state they share: gateway/takeover.h).
+ * (doc/takeover.md; the state they share: gateway/gw_state.h).
  *
  * Upgrade in place: `cachegw SOURCE MOUNTPOINT -o cache_dir=DIR,...` finds
  * DIR's control socket answering and asks `takeover VERSION FORMAT MNT`.
@@ -40,7 +40,7 @@
 
 #include "cache.h"
 #include "daemon.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "worker.h"
 
 #ifndef FUSE_NOTIFY_RESEND

@@ -244,7 +244,7 @@ struct gw_inode {
 	size_t uncommitted_bytes;
 	uint32_t unstable;		/* what the uncommitted list holds, */
 	uint64_t unstable_verf;		/* as the writers' records say it
-					 * (GW_UNSTABLE..., takeover.h) */
+					 * (GW_UNSTABLE..., gw_state.h) */
 	bool committing;		/* a COMMIT round is running; */
 	bool resending;			/* it writes lost extents again (new
 					 * writes wait). fetch_cond is
@@ -390,7 +390,7 @@ struct gw {
 	int readahead_set;		/* kernel readahead raised (atomic) */
 	struct fuse_session *se;	/* set at start */
 	bool successor;			/* serves a connection another process
-					 * made (takeover.h): node-ids the
+					 * made (gw_state.h): node-ids the
 					 * kernel holds are adopted on first
 					 * use; set at start */
 	int takeover_fd;		/* the successor's connection, once it

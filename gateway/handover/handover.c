@@ -1,5 +1,5 @@
 /* handover.c - the open files of a connection handed to another process
- * (takeover.h, doc/takeover.md): the old process commits its writers'
+ * (gw_state.h, doc/takeover.md): the old process commits its writers'
  * data and leaves their errors in the records; a successor lists the
  * files under the ids the kernel holds, and asks the origin for each one's
  * attributes and cache object.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "worker.h"
 
 /* The writers' data committed, 16 files at a time (one round trip each:

@@ -1,6 +1,6 @@
 /* handover_i.h - the takeover room (gateway/handover/): the gateway's part
  * of serving one FUSE connection by one process after another
- * (doc/takeover.md; the state they share: ../takeover.h). It stands above
+ * (doc/takeover.md; the state they share: ../gw_state.h). It stands above
  * the operations: it hands over and adopts their open files.
  *
  * handover.c: the open files handed over (writers' data committed) and

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 struct gw_state *gw_state;
 
@@ -216,7 +216,7 @@ size_t gw_handles_count(void)
 	return n;
 }
 
-/* ---- what a successor needs (takeover.h) ---- */
+/* ---- what a successor needs (gw_state.h) ---- */
 
 void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
 		       const struct nfsc_cred *cred, bool writer)

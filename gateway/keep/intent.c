@@ -7,7 +7,7 @@
  * with ENOENT, where the caller's one call succeeded. The origin has no
  * memory of who asked (NFSv3 has no sessions), so the gateway keeps its
  * own: before it sends such a change it writes a key into the state a
- * successor inherits (takeover.h), and clears it after the reply. The key
+ * successor inherits (gw_state.h), and clears it after the reply. The key
  * is a hash of all that makes the change itself: the operation, the
  * directory's node-id and the name, the LINK's source, the SYMLINK's
  * target, the RENAME's new directory and name, and the caller's pid and
@@ -34,7 +34,7 @@
 #include <xxhash.h>
 
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 #define GW_INTENT_WINDOW_S 30
 

@@ -7,7 +7,7 @@
  * kept_names.c: names and listings kept across a restart.
  * offline.c: what is answered while the origin is lost (offline=).
  * intent.c:  changes a dead process made, answered as done to its
- *            successor (../takeover.h: the state a successor inherits).
+ *            successor (../gw_state.h: the state a successor inherits).
  * handles.c: open files and directories (fi->fh), recorded for a
  *            successor, released at exit when the kernel never did.
  * silly.c:   files unlinked or renamed over while open: hidden names.
@@ -106,7 +106,7 @@ int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs);
  * gw_intent_end after the reply. gw_intent_was_done when it failed as a
  * repeat would (EEXIST, ENOENT): true if a dead process had sent this very
  * change (once per key), with its record in *rec (may be NULL): what that
- * process knew of the file it made (see takeover.h). */
+ * process knew of the file it made (see gw_state.h). */
 enum { GW_I_CREATE = 1, GW_I_MKDIR, GW_I_MKNOD, GW_I_SYMLINK, GW_I_LINK,
        GW_I_REMOVE, GW_I_RMDIR, GW_I_RENAME };
 struct gw_intent {
@@ -188,7 +188,7 @@ void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
  * handles never released; returns how many. */
 size_t gw_handles_release(struct gw *gw);
 size_t gw_handles_count(void);		/* open files and directories */
-/* A successor's (takeover.h): */
+/* A successor's (gw_state.h): */
 /* Record h for a successor (gw_state->recs), before the open's reply. */
 void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
 		       const struct nfsc_cred *cred, bool writer);

@@ -293,7 +293,7 @@ int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep)
 	t->counter = (uint64_t)time(NULL) << 16;
 	gw->silly = t;
 	load(t);
-	/* A successor (takeover.h): the names are of files the kernel may
+	/* A successor (gw_state.h): the names are of files the kernel may
 	 * still have open through the connection; the next fresh start
 	 * removes them. */
 	for (pp = &t->head; keep && (s = *pp);) {

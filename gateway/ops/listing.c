@@ -19,7 +19,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 /* ---- directories ----
  *

@@ -14,7 +14,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "worker.h"
 
 /* A file the kernel never released (handles.c): as gw_release. */

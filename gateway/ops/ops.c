@@ -21,7 +21,7 @@
 #include "cache.h"
 #include "condwait.h"
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 /* Not under ThreadSanitizer: it sees the order the kernel gives one
  * request's reply and the next request (a file handle made by OPEN, used

@@ -15,7 +15,7 @@
 
 #include "cache.h"
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 /* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
  * GETATTR what the origin left out) and reply. existed: a CREATE found the

@@ -19,7 +19,7 @@
  *    differs, or an extent whose pieces got different verifiers, means the
  *    origin restarted and may have lost them: those extents are written
  *    again, now FILE_SYNC, before the flush is answered. The writers'
- *    records (takeover.h) say which verifiers the list holds, for a
+ *    records (gw_state.h) say which verifiers the list holds, for a
  *    successor after a crash, which has no copy to write again
  *    (write_commit.c).
  * 4. The post-op attributes of the WRITEs become the inode's attributes

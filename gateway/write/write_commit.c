@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "write_i.h"
 
 /* ---- committing ----
@@ -53,7 +53,7 @@ void wr_free_extents(struct gw_extent *e)
 	}
 }
 
-/* ---- what the writers' records say (takeover.h) ----
+/* ---- what the writers' records say (gw_state.h) ----
  *
  * A successor after a crash holds no copy of what the dead process had
  * written and not committed: it can only COMMIT it and compare verifiers,
@@ -292,7 +292,7 @@ int gw_write_flush(struct gw *gw, struct gw_inode *ino, struct gw_file *f,
 	return ret;
 }
 
-/* ---- a successor's (takeover.h) ---- */
+/* ---- a successor's (gw_state.h) ---- */
 
 void gw_write_adopt_locked(struct gw_inode *ino, struct gw_file *f)
 {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "takeover.h"
+#include "gw_state.h"
 #include "write_i.h"
 
 bool wr_extent_lost(const struct gw_extent *e, const uint8_t verf[8])

@@ -47,7 +47,7 @@ void gw_write_forget(struct gw_inode *ino);
 /* f was just published (gw_handle_publish): its record follows the
  * file's uncommitted data from now on. */
 void gw_write_file_published(struct gw_inode *ino, struct gw_file *f);
-/* A successor's (takeover.h), under ino->lock: the writer f, adopted and
+/* A successor's (gw_state.h), under ino->lock: the writer f, adopted and
  * just listed in ino->wfiles, keeps its record up to date from now on; the
  * write error the record holds is f's alone to tell. */
 void gw_write_adopt_locked(struct gw_inode *ino, struct gw_file *f);
@@ -123,7 +123,7 @@ size_t wr_extents_resend_from(struct gw_extent *const *v, size_t n,
 			      const struct gw_extent *first,
 			      const uint8_t verf[8]);
 /* What a writer's record says of the uncommitted data (fl: GW_UNSTABLE,
- * GW_UNSTABLE_MIXED; verf: a verifier it came under; takeover.h), with
+ * GW_UNSTABLE_MIXED; verf: a verifier it came under; gw_state.h), with
  * what another says (fl2, verf2) or with one more extent e folded in: data
  * under two verifiers is MIXED. */
 void wr_unstable_add(uint32_t *fl, uint64_t *verf, uint32_t fl2,

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "write_i.h"
 
 /* ---- sending ---- */

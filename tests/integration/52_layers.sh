@@ -29,9 +29,9 @@ run_checks() { # TOP
 	for room in "$t"/gateway "$t"/gateway/*/; do
 		check "${room%/}" $common nfsc.h cache.h nodes.h gw_i.h \
 			keep_i.h inode_i.h cred_i.h read_i.h write_i.h ops_i.h \
-			handover_i.h groups.h takeover.h gateway.h || r=1
+			handover_i.h groups.h gw_state.h gateway.h || r=1
 	done
-	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h takeover.h \
+	check "$t/daemon" $common nfsc.h cache.h nodes.h gw_i.h gw_state.h \
 		gateway.h || r=1
 	return $r
 }

@@ -67,8 +67,8 @@ cmp -s "$data/d/f1" "$mnt/d/f1" || bad "after the refusals the mount does not re
 # copy of the connection.
 step "a new process that goes away mid-takeover"
 p0=$(serving)
-# This source's state version (gateway/takeover.h).
-sv=$(awk '$1 == "#define" && $2 == "GW_STATE_VERSION" { print $3 }' "$(dirname "$0")/../../gateway/takeover.h")
+# This source's state version (gateway/gw_state.h).
+sv=$(awk '$1 == "#define" && $2 == "GW_STATE_VERSION" { print $3 }' "$(dirname "$0")/../../gateway/gw_state.h")
 ans=$(ctl_request "takeover ${sv:-none} 2 $mnt")
 case $ans in
 "ok $p0") ;;

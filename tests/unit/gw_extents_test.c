@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "takeover.h"
+#include "gw_state.h"
 #include "write_i.h"
 
 static const uint8_t VA[8] = "verf-A!", VB[8] = "verf-B!";

@@ -56,7 +56,7 @@ int main(void)
 	CHECK(gw_handle_get(h[0].id) == NULL);
 	gw_handles_fini();
 
-	/* A successor (takeover.h): the ids a dead process gave the kernel
+	/* A successor (gw_state.h): the ids a dead process gave the kernel
 	 * resolve to the handles adopted under them; the slots between are
 	 * free again, and a new handle never gets an id the kernel has. */
 	{

@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "gw_i.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 static struct gw_intent in(unsigned op, uint64_t dir, const char *name,
 			   uint64_t obj, const char *name2)

@@ -1,4 +1,4 @@
-/* takeover.h - what a process needs to serve a FUSE connection another
+/* gw_state.h - what a process needs to serve a FUSE connection another
  * one made (doc/takeover.md): the state shared with a successor.
  *
  * One memfd per mount, made by the process that mounted, passed with the
@@ -21,8 +21,8 @@
  * id is stored last (release) and cleared first; a successor reads them
  * only after the process that wrote them is gone or has stopped.
  */
-#ifndef CACHEGW_TAKEOVER_H
-#define CACHEGW_TAKEOVER_H
+#ifndef CACHEGW_GW_STATE_H
+#define CACHEGW_GW_STATE_H
 
 #include <limits.h>
 #include <stdint.h>
