@@ -59,9 +59,6 @@ bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
 /* Before the loop: the first process reads, keeps and serves the INIT;
  * a successor replays the kept one. */
 int gw_takeover_init(struct gw *gw, bool successor);
-/* A successor: the open files and directories of the state; after a
- * crash, COMMIT what the dead process wrote. */
-int gw_takeover_adopt(struct gw *gw);
 /* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
 int gw_takeover_resend(struct gw *gw);
 void gw_takeover_serving(struct gw *gw, bool successor);

@@ -5,11 +5,18 @@
  *
  * handover.c: the open files handed over (writers' data committed) and
  *             adopted (listed again, attributes, cache objects).
+ * adopt.c:    a successor's start: every record of the state adopted,
+ *             and after a crash the dead process's writes committed.
  */
 #ifndef CACHEGW_HANDOVER_I_H
 #define CACHEGW_HANDOVER_I_H
 
 #include "gw_i.h"
+
+/* ---- adopt.c ---- */
+/* A successor: the open files and directories of the state; after a
+ * crash, COMMIT what the dead process wrote. */
+int gw_takeover_adopt(struct gw *gw);
 
 /* ---- handover.c ---- */
 struct gw_hrec;
