@@ -31,6 +31,7 @@
 #include "cache.h"
 #include "daemon.h"
 #include "gw_state.h"
+#include "nodes.h"
 
 
 struct metric {

@@ -1,6 +1,6 @@
 /* daemon.h - the process around the request path (daemon/): start-up and
  * options, signals and the bounded stop, the control socket, the metrics
- * endpoint. Above gateway/ (whose gw_i.h it includes); nothing below
+ * endpoint. Above gateway/ (whose gateway.h it includes); nothing below
  * includes this.
  *
  * main.c:     command line, daemon start-up, session loop, teardown.
@@ -18,7 +18,7 @@
 #ifndef CACHEGW_DAEMON_H
 #define CACHEGW_DAEMON_H
 
-#include "gw_i.h"
+#include "gateway.h"
 
 /* ---- opts.c ---- */
 /* 0, 1 (help or version printed: exit 0), -1 (a one-line reason on

@@ -20,6 +20,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "nodes.h"
 
 #define EXIT_USAGE 2
 

@@ -8,7 +8,11 @@
  * is set here, where every room is known, rather than the table calling
  * up into the rooms that use it.
  */
-#include "gw_i.h"
+#include "gateway.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "read_i.h"
+#include "write_i.h"
 
 static void inode_evict(struct gw *gw, struct gw_inode *ino)
 {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "gw_i.h"
+#include "inode_i.h"
 
 #define CALLS 1000000
 

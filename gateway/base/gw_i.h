@@ -1,19 +1,22 @@
 /* gw_i.h - the request path (gateway/): the only layer that knows FUSE.
  * It is rooms by job, each a folder behind one sectioned header that is its
  * whole interface; this one is the base they all stand on (gateway/base/):
- * the gateway (struct gw), the inode and the options, and what every room
- * uses. The process around it (daemon/) includes it; gateway/ never
- * includes daemon/'s (test 52).
+ * the inode, and what every room uses. The process around the request
+ * path (daemon/) sees only ../gateway.h (struct gw, the options, what
+ * starts and stops it), which this header includes; gateway/ never
+ * includes daemon/'s headers (test 52).
  *
- * The rooms, from the top down (a room uses only those below it):
+ * The rooms, from the top down. A room's files include the headers of
+ * the rooms below it that they use, never one above (test 52):
  *   handover/ handover_i.h open files handed over and adopted
  *   ops/      ops_i.h      the FUSE operations
  *   write/    write_i.h    the write path
  *   read/     read_i.h     the read path and the cache object
  *   cred/     cred_i.h     credentials and ACCESS
- *   inode/    inode_i.h    the inode table, handles, reclaim
+ *   inode/    inode_i.h    the inode table, handle keys, reclaim
  *   keep/     keep_i.h     what outlives a restart or a takeover
  *   base/     gw_i.h       (this file)
+ * On top, ../gateway.c ties them together at start.
  *
  * logging.c: one-line log messages (stderr in the foreground, syslog as a
  *            daemon, or logfile=).
@@ -58,19 +61,16 @@
 #ifndef CACHEGW_GW_I_H
 #define CACHEGW_GW_I_H
 
-#define FUSE_USE_VERSION 312
-
-#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "gateway.h"	/* first: it sets FUSE_USE_VERSION */
 #include "lathist.h"
 #include "lockcheck.h"
 #include "nfsc.h"
-#include "gateway.h"
 #include "nodes.h"
 
 struct cache;
@@ -78,68 +78,14 @@ struct gw;
 struct cache_obj;
 struct nodes;
 
-/* ---- opts.c ---- */
-
-struct gw_opts {
-	char *source;			/* nfs:// URL */
-	char *mountpoint;
-	char *cache_dir;
-	bool foreground;
-	bool debug;
-	bool allow_other;
-	bool ro;
-	/* nfs(5) */
-	unsigned nconnect;
-	uint32_t rsize, wsize;
-	unsigned timeo, retrans;
-	bool soft;
-	unsigned acregmin, acregmax, acdirmin, acdirmax;	/* seconds */
-	bool nocto;
-	bool supervise;			/* supervise: a crash is survived */
-	bool writeback;			/* FUSE_CAP_WRITEBACK_CACHE */
-	/* cache */
-	uint64_t cache_size;		/* bytes, 0 = no cap */
-	uint32_t cache_block;		/* bytes, 0 = default */
-	int cache_write;		/* enum cache_write_mode */
-	unsigned brun, bcull, bstop;	/* percent */
-	uint64_t readahead;		/* bytes, max readahead window */
-	unsigned max_threads;		/* FUSE worker threads */
-	unsigned dir_max_entries;	/* entries of one listing, more: EFBIG */
-	uint64_t reclaim_after;		/* node-id table entries added before
-					 * a reclaim pass (0: on demand only) */
-	uint64_t write_window;		/* bytes of WRITE in flight */
-	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
-					 * (0: the global dirty limits) */
-	bool cache_writes_around;	/* drop written blocks, not update */
-	bool fill_skip;			/* fill_behind=skip: fills the cache
-					 * disk cannot take now are dropped */
-	char *logfile;
-	char *pidfile;			/* pidfile= (NULL: none) */
-	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
-					 * then commits at exit */
-	unsigned offline;		/* seconds without an answer before
-					 * the origin is lost; 0: never */
-	/* metrics=: where the HTTP endpoint listens (metrics_len 0: off) */
-	struct sockaddr_storage metrics_addr;
-	socklen_t metrics_len;
-	char *mountpoint_real;		/* absolute, for the control socket */
-	/* what is passed on to libfuse (mount options it understands) */
-	struct fuse_args fuse_args;
-};
-
-/* Parse argv into o. Returns 0, or 1 after printing usage/version (exit 0),
- * or -1 after printing a one-line error (exit 2). */
-
 /* ---- bdi.c: the mount as the kernel sees it ---- */
 /* Raise the mount's read_ahead_kb to readahead= (at the first open). */
 void gw_set_kernel_readahead(const struct gw_opts *o);
-/* The device of the top mount on path (the last line of mountinfo naming
- * it) and whether it is a cachegw mount; -ENOENT: nothing mounted there. */
-int gw_mount_at(const char *path, unsigned *maj, unsigned *min, bool *ours);
 /* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found. */
 bool gw_bdi_dir(const struct gw_opts *o, char *path, size_t len);
 
-/* ---- buf.c: shared, page-aligned data buffers ----
+/* ---- buf.c: shared, page-aligned data buffers (gateway.h: the count
+ * and trim the process asks for) ----
  * gw_buf_get gives a buffer of at least len bytes (gw_buf_capacity) with
  * one reference, aligned for O_DIRECT; gw_buf_put drops one, and the last
  * recycles it. NULL on failure. */
@@ -148,23 +94,8 @@ size_t gw_buf_capacity(const char *data);
 void gw_buf_ref(char *data);
 void gw_buf_put(char *data);
 void gw_buf_release_cb(void *data);	/* gw_buf_put as a callback */
-uint64_t gw_buf_mapped(void);		/* bytes mapped, for the metrics */
-void gw_buf_trim(bool force);		/* unmap the recycled ones when idle */
 
-/* ---- logging.c ---- */
-void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Keep the lines said from now (afresh) until gw_log_detach, which writes
- * them to the log too: a daemon's, said on its starter's terminal. */
-void gw_log_keep_early(void);
-/* Route stderr to syslog (or logfile) once the daemon has detached. */
-int gw_log_detach(const char *logfile);
-/* stderr to logfile (appending; kept for gw_log_reopen). 0 or -errno. */
-int gw_log_to_file(const char *logfile);
-/* Open logfile= again (after logrotate renamed it), its name in path:
- * 0, -ENOENT when no logfile= is set, or -errno (still logging to the old
- * file). */
-int gw_log_reopen(char *path, size_t len);
-void gw_log_stop(void);
+/* ---- logging.c: gw_log and the rest are gateway.h's ---- */
 
 /* ---- inode.c ---- */
 
@@ -278,18 +209,6 @@ struct gw_inode {
 					 * while open (silly.c), lock */
 };
 
-struct gw_itable {
-	pthread_mutex_t lock;		/* "the itable lock" */
-	struct gw_inode **by_id;	/* buckets, lock */
-	struct gw_inode **by_fh;	/* buckets, lock */
-	size_t nbuckets;		/* power of two, lock */
-	size_t count;			/* inodes in the table, lock */
-	struct gw_inode *root;		/* set at start, never freed */
-	/* What the rooms above the inodes hang on one (its fetches, its
-	 * uncommitted extents), let go before it is freed: gateway.c's,
-	 * set at start; NULL until then (nothing hangs on the root). */
-	void (*evict)(struct gw *gw, struct gw_inode *ino);
-};
 
 /* The gateway a FUSE request came to. */
 static inline struct gw *req_gw(fuse_req_t req)
@@ -347,163 +266,8 @@ static inline bool gw_inode_writing(const struct gw_inode *ino)
 /* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
 void gw_set_kernel_dirty_limits(const struct gw_opts *o);
 
-/* ---- handlekey.c: unguessable handles ---- */
-#define GW_HANDLE_KEY_LEN 16
-/* What cache_dir/handle-key says: the generation rule of each node-id. */
-struct gw_handle_key {
-	uint8_t key[GW_HANDLE_KEY_LEN];	/* node-ids from cutover on:
-					 * gw_handle_gen under it */
-	uint64_t cutover;
-	uint64_t old_seed;		/* [old_cutover, cutover): XXH3-64
-					 * seeded with it (older files) */
-	uint64_t old_cutover;		/* below: the table's generation */
-};
-
 /* ---- hist.c: latency histograms (atomic; common/lathist.h) ---- */
-struct gw_hist {
-	struct lat_hist h;
-};
-uint64_t gw_now_ns(void);			/* CLOCK_MONOTONIC */
 /* Record the time from start_ns (gw_now_ns) to now. */
 void gw_hist_record(struct gw_hist *h, uint64_t start_ns);
-/* Print as a Prometheus histogram in seconds. */
-void gw_hist_print(const struct gw_hist *h, const char *name,
-		   const char *help, FILE *out);
-
-/* ---- the gateway ---- */
-/* Control-socket threads: each takes the next client, so a slow command
- * (`cached` waiting on the origin, `drain`) does not hold up `stats`. */
-#define GW_CTL_THREADS 16
-
-struct gw {
-	struct gw_opts *o;		/* set at start */
-	struct nfsc *nfs;		/* set at start; thread-safe */
-	struct cache *cache;		/* set at start (NULL: no cache);
-					 * thread-safe */
-	struct nodes *nodes;	/* persistent node-id table; set at
-					 * start; thread-safe */
-	uint32_t generation;		/* the node-id table's generation:
-					 * node-ids below hkey.old_cutover
-					 * keep it; set at start */
-	struct gw_handle_key hkey;	/* the other node-ids' generations
-					 * (handlekey.c); set at start */
-	int readahead_set;		/* kernel readahead raised (atomic) */
-	struct fuse_session *se;	/* set at start */
-	bool successor;			/* serves a connection another process
-					 * made (gw_state.h): node-ids the
-					 * kernel holds are adopted on first
-					 * use; set at start */
-	int takeover_fd;		/* the successor's connection, once it
-					 * asked (atomic; -1: none) */
-	int handover_fuse_fd;		/* main thread: the connection, kept
-					 * for the successor */
-	int sup_fd;			/* to the supervisor (-1: none) */
-	bool handing_over;		/* the loop ended for a takeover:
-					 * handles are freed, not released;
-					 * main thread only */
-	struct gw_itable it;		/* its own lock */
-	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
-	struct nodes_md *md;		/* kept_md.c: kept metadata; set at
-					 * start (NULL: none); thread-safe */
-	uint64_t md_epoch;		/* start (CLOCK_REALTIME ns): only
-					 * what was kept before is used;
-					 * set at start */
-	uint64_t md_restored_attrs;	/* new inodes given kept attributes
-					 * (atomic) */
-	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
-	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
-					 * (atomic) */
-	uint64_t md_kept_listings;	/* opendirs listed from what was kept
-					 * (atomic) */
-	uint64_t fill_queue_skipped;	/* fill_behind=skip: fetches not
-					 * queued for the cache (atomic) */
-	uint64_t fill_queue_skipped_bytes;	/* atomic */
-	uint64_t offline_answers;	/* answers from what is held while the
-					 * origin is lost (atomic) */
-	pthread_mutex_t fs_lock;	/* offline.c: the last FSSTAT */
-	bool fs_known;			/* fs_lock */
-	struct nfsc_fsstat fs_last;	/* fs_lock */
-	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
-					 * the answer of one in flight
-					 * (atomic) */
-	/* control socket: set by gw_ctl_start, used by the ctl threads,
-	 * torn down by gw_ctl_stop after joining them */
-	int ctl_fd;
-	int ctl_stop[2];
-	struct gw_ctl_thread {
-		struct gw *gw;
-		pthread_t tid;
-		unsigned idx;		/* 0 also does the 5 s housekeeping */
-	} ctl_threads[GW_CTL_THREADS];
-	unsigned ctl_nthreads;		/* started */
-	char *ctl_path;
-	/* accept4() failures of the ctl threads, for gw_accept_failed's
-	 * rate-limited log line: atomic */
-	uint64_t ctl_accept_log, ctl_accept_errs;
-	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
-	uint64_t fetches;		/* fetches alive (atomic) */
-	/* fill thread (fill_thread.c) */
-	pthread_mutex_t fill_lock;
-	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
-	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
-	bool fill_stop;				/* fill_lock */
-	pthread_t fill_thread;			/* main thread only */
-	bool fill_started;			/* main thread only */
-	uint64_t fill_queued_bytes;		/* atomic */
-	uint64_t fills_pending;			/* atomic: fetches whose fill is
-						 * decided and not yet handed to
-						 * the cache; counted before
-						 * the fetch is published done,
-						 * so a reader that saw its
-						 * data also sees it (drain) */
-	uint64_t readahead_throttled;		/* atomic */
-	uint64_t readahead_bytes;		/* atomic: fetched ahead of a
-						 * sequential reader */
-	uint64_t kernel_cache_drops;		/* atomic: opens without
-						 * keep_cache after an earlier
-						 * open, and invalidations */
-	/* write window */
-	pthread_mutex_t win_lock;
-	pthread_cond_t win_cond;	/* with win_lock: room in the window */
-	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
-	uint64_t win_waits;		/* writers that waited, win_lock */
-	uint64_t win_wait_ns;		/* and how long, in all, win_lock */
-	uint64_t win_used_max;		/* high-water mark of win_used, win_lock */
-	unsigned win_writes;		/* FUSE WRITEs holding room now, win_lock */
-	unsigned win_writes_max;	/* and their high-water mark, win_lock */
-	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
-					 * (writeback, mmap) (atomic) */
-	uint64_t write_spliced;		/* WRITEs whose bytes came through a
-					 * pipe (splice): copied once (atomic) */
-	uint64_t writepage_errors;	/* of them, refused by the origin:
-					 * the error kept for the next flush
-					 * or fsync (atomic) */
-	int dirty_limits_set;		/* bdi dirty limits raised (atomic) */
-	uint64_t resends;		/* extents resent after a verifier
-					 * change (atomic) */
-	uint64_t wcc_foreign;		/* WRITEs whose pre-op attributes
-					 * showed someone else's change
-					 * (atomic) */
-	struct gw_silly_tab *silly;	/* hidden names (silly.c), set at
-					 * start */
-	/* metrics= endpoint: set by gw_metrics_start, used by its thread,
-	 * torn down by gw_metrics_stop after joining it */
-	int metrics_fd;
-	int metrics_stop[2];
-	pthread_t metrics_thread;
-	/* latencies, recorded where the reads happen */
-	struct gw_hist origin_read_lat;	/* each origin READ of a fetch */
-	struct gw_hist cache_read_lat;	/* each cache_read that hit */
-	uint64_t exit_commit_errors;	/* COMMITs failed at exit (atomic) */
-};
-
-/* Until each file includes the rooms it uses: every room's header. */
-#include "keep_i.h"
-#include "inode_i.h"
-#include "cred_i.h"
-#include "read_i.h"
-#include "write_i.h"
-#include "ops_i.h"
-#include "handover_i.h"
 
 #endif

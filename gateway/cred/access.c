@@ -27,7 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "cred_i.h"
+#include "keep_i.h"
 
 #define ACC_READ	0x0001
 #define ACC_LOOKUP	0x0002

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cred_i.h"
 #include "groups.h"
-#include "gw_i.h"
 
 void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr)
 {

@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_i.h"
 #include "gw_state.h"
+#include "handover_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
 #include "worker.h"
+#include "write_i.h"
 
 struct adopted {
 	size_t files, dirs, writers, failed, committed, lost;

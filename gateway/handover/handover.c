@@ -7,9 +7,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "gw_i.h"
 #include "gw_state.h"
+#include "handover_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
+#include "read_i.h"
 #include "worker.h"
+#include "write_i.h"
 
 /* The writers' data committed, 16 files at a time (one round trip each:
  * the clients wait for them all); an error a writer has not been told

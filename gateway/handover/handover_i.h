@@ -13,16 +13,10 @@
 
 #include "gw_i.h"
 
-/* ---- adopt.c ---- */
-/* A successor: the open files and directories of the state; after a
- * crash, COMMIT what the dead process wrote. */
-int gw_takeover_adopt(struct gw *gw);
+/* ---- adopt.c: gw_takeover_adopt (gateway.h) ---- */
 
-/* ---- handover.c ---- */
+/* ---- handover.c (gw_files_handover: gateway.h) ---- */
 struct gw_hrec;
-/* Handing over: every writer's data committed, errors into the records;
- * how many writers had one. */
-size_t gw_files_handover(struct gw *gw);
 /* Taking over: a file the kernel had from an earlier process, under the
  * same id (a directory: gw_dir_adopt, listing.c). */
 struct gw_adopted_file {

@@ -46,7 +46,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "gw_i.h"
+#include "inode_i.h"
 #include "siphash.h"
 
 #define KEY_FILE "handle-key"

@@ -17,7 +17,8 @@
 #include <xxhash.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
 
 #define ITABLE_MIN_BUCKETS 1024
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gw_i.h"
+#include "inode_i.h"
 
 void gw_inode_set_attr(struct gw_inode *ino, const struct nfsc_attr *attr)
 {

@@ -21,7 +21,6 @@
 
 struct gw;
 int gw_itable_init(struct gw_itable *t, const struct nfsc_fh *rootfh);
-void gw_itable_free(struct gw *gw);
 /* The inode for a node-id the kernel holds, or NULL. */
 struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid);
 /* For a node-id a request names: gw_inode_find, or in a successor
@@ -51,7 +50,6 @@ struct gw_inode *gw_inode_ref_kept(struct gw *gw, const struct nfsc_fh *fh,
 				   const struct nfsc_attr *attr,
 				   uint64_t parent, const struct timespec *at);
 void gw_inode_forget(struct gw *gw, uint64_t nodeid, uint64_t n);
-size_t gw_itable_count(struct gw *gw);
 /* In a FUSE operation: declare var, the inode of nodeid, or answer the
  * request ESTALE and return. */
 #define GW_INODE_OR_ESTALE(gw, req, nodeid, var)			\
@@ -100,11 +98,6 @@ void gw_inode_note_name(struct gw_inode *ino, uint64_t dir, const char *name,
 char *gw_inode_refused_name(struct gw_inode *ino, uint64_t *dir);
 
 /* ---- handlekey.c: unguessable handles ---- */
-/* Read cache_dir/handle-key into gw->hkey, or make it with cutover high
- * (the node-id table's high-water mark); an older file is rewritten,
- * keeping every node-id below high on its generation; logs how many live
- * node-ids (gw->nodes, if set) keep guessable ones. 0 or -errno. */
-int gw_handle_key_load(struct gw *gw, const char *dir, uint64_t high);
 /* The generation of nodeid under key: the low 32 bits of SipHash-2-4 of
  * the node-id (8 bytes, little-endian), never 0. A function of the two
  * alone: every gateway holding key gives nodeid the same. */
@@ -116,39 +109,12 @@ uint32_t gw_node_generation(const struct gw *gw, uint64_t nodeid);
 
 /* reclaim.c: node-ids of files gone at the origin. */
 struct gw_reclaim;
-struct gw_reclaim_result {
-	uint64_t checked;		/* entries walked */
-	uint64_t held;			/* of them held by the kernel: skipped */
-	uint64_t probed;		/* of them asked about (GETATTR) */
-	uint64_t reclaimed;		/* removed: the origin called them
-					 * stale twice, believably */
-	uint64_t errors;		/* not known (no answer, other errors):
-					 * kept */
-	uint64_t kept;			/* stale once, not confirmed: kept */
-	uint64_t entries;		/* live entries after the pass */
-	bool aborted;			/* the origin did not look right:
-					 * nothing removed, why says why */
-	char why[192];
-};
-struct gw_reclaim_counters {
-	uint64_t runs, checked, held, reclaimed, errors;
-	uint64_t refusals;		/* makes refused: no room in the table */
-	uint64_t aborted;		/* passes that removed nothing: the
-					 * origin did not look right */
-};
-int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
-void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
-void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
-/* One pass now (reclaim_pass.c; waits for a pass in progress first).
- * 0, -EINTR (told to stop), -ENOMEM, -ENOTCONN (not started). */
-int gw_reclaim_run(struct gw *gw, struct gw_reclaim_result *res);
 /* n entries were added to the table: may start a pass (reclaim_base.c,
  * as gw_reclaim_room). */
 void gw_reclaim_note_add(struct gw *gw, uint64_t n);
 /* Before a CREATE, MKDIR, MKNOD or SYMLINK at the origin: 0, or -ENOSPC
  * when the node-id table could not record what it makes (counted). */
 int gw_reclaim_room(struct gw *gw);
-void gw_reclaim_counters(struct gw *gw, struct gw_reclaim_counters *c);
 
 
 /* ---- inside the inode room: reclaim's parts (reclaim_base.c) ---- */

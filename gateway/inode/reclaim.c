@@ -27,10 +27,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "worker.h"
 #include "condwait.h"
-#include "gw_i.h"
+#include "config.h"
+#include "inode_i.h"
+#include "worker.h"
 
 
 static void *reclaim_thread(void *arg)

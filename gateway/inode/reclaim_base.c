@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "condwait.h"
-#include "gw_i.h"
+#include "inode_i.h"
 
 void gw_reclaim_note_add(struct gw *gw, uint64_t n)
 {

@@ -50,7 +50,8 @@
 #include <time.h>
 
 #include "condwait.h"
-#include "gw_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
 
 #define GW_RECLAIM_BATCH 256		/* entries copied out at a time */
 #define GW_RECLAIM_CONFIRM_MS 1000	/* second answer after the first */

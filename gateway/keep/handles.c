@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "gw_i.h"
 #include "gw_state.h"
+#include "keep_i.h"
 
 struct gw_state *gw_state;
 

@@ -33,8 +33,8 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "gw_i.h"
 #include "gw_state.h"
+#include "keep_i.h"
 
 #define GW_INTENT_WINDOW_S 30
 

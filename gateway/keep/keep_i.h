@@ -34,7 +34,6 @@ void gw_md_note_dent(struct gw *gw, struct gw_inode *dir, const char *name,
 		     uint64_t child);
 /* dir/name was removed or renamed through the gateway. */
 void gw_md_unname(struct gw *gw, struct gw_inode *dir, const char *name);
-uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME */
 /* cr (s) read dir's listing, of the version s is stamped with, from the
  * origin (gw_access_note_listed). */
 void gw_md_note_reader(struct gw *gw, uint64_t dir, const struct gw_access *s);
@@ -58,17 +57,11 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 /* The version of dir's kept listing, if there is one. */
 bool gw_md_listing_version(struct gw *gw, struct gw_inode *dir,
 			   struct nfsc_attr *ver);
-/* At start, after a stop that was not clean: keep only ACCESS answers. */
-void gw_md_unclean(struct gw *gw);
 /* The node-id kept for dir/name: 0 and *child, or -ENOENT (not kept;
  * or, unless offline, older than dir's attribute timeout, or kept in
  * this run). */
 int gw_md_kept_child(struct gw *gw, struct gw_inode *dir, const char *name,
 		     bool offline, uint64_t *child);
-/* The node-id name in dir was last known to have, at any age: 0, or
- * -ENOENT. */
-int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
-		   uint64_t *child);
 /* A symbolic link's target, from READLINK (up to 96 bytes are kept). */
 void gw_md_note_link(struct gw *gw, uint64_t nodeid, const char *target);
 /* The target kept for nodeid: 0 and buf, or -ENOENT. */
@@ -125,22 +118,16 @@ bool gw_intent_was_done(const struct gw_intent *in, struct gw_intent_rec *rec);
 /* The key of in, and the hash of a handle as a record keeps it. */
 uint64_t gw_intent_key(const struct gw_intent *in);
 uint64_t gw_intent_fh_hash(const struct nfsc_fh *fh);
-/* A successor, before its first request: what the last process left;
- * how many. */
-size_t gw_intent_takeover(void);
-void gw_intent_fini(void);
 
 /* ---- silly.c: files unlinked or renamed over while open ----
  * gw_silly_start removes the hidden names an earlier run left (recorded in
  * cache_dir); call it once the origin answers. */
 struct gw_silly;
 struct gw_silly_tab;
-int gw_silly_start(struct gw *gw, const char *cache_dir, bool keep);
 /* A successor: the hidden name of the file fileid, kept from the last
  * process (gw_silly_start with keep), is ino's again: removed at its
  * last close. */
 void gw_silly_adopt(struct gw *gw, struct gw_inode *ino, uint64_t fileid);
-void gw_silly_stop(struct gw *gw);
 /* Should removing the name whose file is ino (attributes a) be a RENAME to
  * a hidden name instead: a regular file open through the mount, and this
  * its last name? */
@@ -179,15 +166,9 @@ int gw_handle_add(struct gw_handle *h,
 		  void (*release)(struct gw *, struct gw_handle *));
 /* The handle of an id the kernel sent (fi->fh), or NULL. */
 struct gw_handle *gw_handle_get(uint64_t id);
-/* At exit, after gw_handles_release: the table's memory. */
-void gw_handles_fini(void);
 /* The open file whose id the kernel sent (NULL if none). */
 #define gw_file_of(fi) ((struct gw_file *)gw_handle_get((fi)->fh))
 void gw_handle_del(struct gw_handle *h);	/* NULL, or off: nothing */
-/* After the session loop, with the origin still connected: release the
- * handles never released; returns how many. */
-size_t gw_handles_release(struct gw *gw);
-size_t gw_handles_count(void);		/* open files and directories */
 /* A successor's (gw_state.h): */
 /* Record h for a successor (gw_state->recs), before the open's reply. */
 void gw_handle_publish(struct gw_handle *h, unsigned kind, uint64_t nodeid,
@@ -201,8 +182,6 @@ int gw_handle_adopt(struct gw_handle *h,
 struct gw_hrec *gw_handle_rec(const struct gw_handle *h);
 /* After the last gw_handle_adopt: the slots between free again. */
 int gw_handles_adopted(void);
-/* Handing over: releases from now on leave the records alone. */
-void gw_handles_freeze_records(void);
 /* fn on every listed handle (no request may run: a handle released
  * meanwhile would be used after its free); how many. */
 size_t gw_handles_each(struct gw *gw,

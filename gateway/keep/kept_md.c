@@ -39,7 +39,7 @@
 
 #include <xxhash.h>
 
-#include "gw_i.h"
+#include "keep_i.h"
 
 struct md_access {
 	uint32_t uid, gid;

@@ -33,7 +33,7 @@
 
 #include <xxhash.h>
 
-#include "gw_i.h"
+#include "keep_i.h"
 
 /* A directory listed whole: its version then, how many names (each kept
  * as a NODES_MD_DENT record with its file's attributes), and the fileids

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "keep_i.h"
 
 bool gw_offline(struct gw *gw)
 {

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "keep_i.h"
 
 #define SILLY_PREFIX ".cachegw-silly."
 #define SILLY_FILE "silly-names"

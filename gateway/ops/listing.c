@@ -18,8 +18,11 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "cred_i.h"
 #include "gw_state.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
 
 /* ---- directories ----
  *

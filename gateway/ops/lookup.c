@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gw_i.h"
+#include "cred_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
 
 /* A LOOKUP answered from kept names: 0 and *e (a new kernel reference),
  * -EACCES (the caller may not search dir), -ENOENT (not kept, too old,

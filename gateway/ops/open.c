@@ -13,9 +13,14 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "cred_i.h"
 #include "gw_state.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
+#include "read_i.h"
 #include "worker.h"
+#include "write_i.h"
 
 /* A file the kernel never released (handles.c): as gw_release. */
 void gw_file_handle_release(struct gw *gw, struct gw_handle *h)

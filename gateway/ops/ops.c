@@ -20,8 +20,13 @@
 
 #include "cache.h"
 #include "condwait.h"
-#include "gw_i.h"
+#include "cred_i.h"
 #include "gw_state.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
+#include "read_i.h"
+#include "write_i.h"
 
 /* Not under ThreadSanitizer: it sees the order the kernel gives one
  * request's reply and the next request (a file handle made by OPEN, used

@@ -16,8 +16,9 @@
 
 #include "gw_i.h"
 
-/* ---- ops.c ---- */
-extern const struct fuse_lowlevel_ops gw_oper;
+struct gw_handle;
+
+/* ---- ops.c: the operations table (gw_oper: gateway.h) ---- */
 
 /* ---- lookup.c ---- */
 void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -14,8 +14,11 @@
 #include <sys/sysmacros.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "cred_i.h"
 #include "gw_state.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
 
 /* Turn what a CREATE/MKDIR/... returned into a FUSE entry (LOOKUP or
  * GETATTR what the origin left out) and reply. existed: a CREATE found the

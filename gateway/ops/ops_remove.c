@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_i.h"
+#include "cred_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)

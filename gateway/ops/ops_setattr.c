@@ -9,7 +9,12 @@
 #include <sys/stat.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "cred_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
+#include "ops_i.h"
+#include "read_i.h"
+#include "write_i.h"
 
 /* Is the mode in sa only the kernel clearing setuid/setgid before a write
  * or truncate by cr, who does not own the file? The origin refuses a

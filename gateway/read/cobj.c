@@ -11,7 +11,8 @@
 #include <xxhash.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "keep_i.h"
+#include "read_i.h"
 
 /* What identifies an origin file across gateway runs: the export (hashed,
  * so that long export paths fit CACHE_KEY_MAX) and the file handle. */

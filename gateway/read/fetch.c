@@ -14,7 +14,8 @@
 
 #include "cache.h"
 #include "condwait.h"
-#include "gw_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
 #include "read_i.h"
 #include "worker.h"
 

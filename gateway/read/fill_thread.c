@@ -18,9 +18,8 @@
 #include <stdbool.h>
 
 #include "cache.h"
-#include "worker.h"
-#include "gw_i.h"
 #include "read_i.h"
+#include "worker.h"
 
 static void *fill_thread(void *arg)
 {

@@ -30,10 +30,7 @@ void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
  * every fetch it lists (after a write, a truncate, the last release). */
 void gw_inode_drop_fetch(struct gw_inode *ino);
 
-/* ---- fill_thread.c: the fill thread ---- */
-int gw_fill_start(struct gw *gw);
-/* Fill what is queued, then stop. */
-void gw_fill_stop(struct gw *gw);
+/* ---- fill_thread.c: the fill thread (gateway.h: start, stop) ---- */
 
 /* ---- cobj.c ---- */
 /* ino->obj with a reference of the caller's own (cache_obj_put it after
@@ -54,12 +51,6 @@ int gw_cache_attach(struct gw *gw, struct gw_inode *ino,
 int gw_cache_check(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_attr *a);
 void gw_cache_drop(struct gw *gw, struct gw_inode *ino);
-/* What the cache holds of the origin file fh whose current attributes
- * are a (a regular file, whether open or not): *cached bytes of this
- * version, *complete if every block is present. 0, -EINVAL (not a
- * regular file), -ENOTSUP (no cache), -errno. Changes nothing. */
-int gw_cache_state(struct gw *gw, const struct nfsc_fh *fh,
-		   const struct nfsc_attr *a, uint64_t *cached, bool *complete);
 /* The gateway itself changed the file (setattr): a is the result. */
 void gw_cache_own_change(struct gw *gw, struct gw_inode *ino,
 			 const struct nfsc_attr *a, bool size_changed);
@@ -70,8 +61,7 @@ void gw_cache_own_write(struct gw *gw, struct gw_inode *ino,
 			const struct nfsc_attr *a, char *buf, size_t len,
 			uint64_t off);
 
-/* ---- inside the read path ---- */
-/* ---- fetch.c ---- */
+/* ---- inside the read path: fetch.c ---- */
 
 /* One origin READ of a fetch (at most rsize bytes). */
 struct gw_chunk {

@@ -52,7 +52,8 @@
 #include <string.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
 #include "read_i.h"
 
 /* Fetches found stale (a write came after them) a read refetches before it

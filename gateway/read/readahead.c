@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "gw_i.h"
+#include "inode_i.h"
 #include "read_i.h"
 
 

@@ -5,7 +5,6 @@
  */
 #include <stdint.h>
 
-#include "gw_i.h"
 #include "read_i.h"
 
 /* Sequential access grows the readahead window; a seek resets it. The

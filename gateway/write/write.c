@@ -34,7 +34,11 @@
 #include <string.h>
 
 #include "cache.h"
+#include "cred_i.h"
+#include "inode_i.h"
+#include "keep_i.h"
 #include "lockcheck.h"
+#include "read_i.h"
 #include "write_i.h"
 
 void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,

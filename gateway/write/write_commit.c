@@ -9,6 +9,8 @@
 
 #include "cache.h"
 #include "gw_state.h"
+#include "inode_i.h"
+#include "keep_i.h"
 #include "write_i.h"
 
 /* ---- committing ----

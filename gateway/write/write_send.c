@@ -11,6 +11,7 @@
 
 #include "cache.h"
 #include "gw_state.h"
+#include "keep_i.h"
 #include "write_i.h"
 
 /* ---- sending ---- */

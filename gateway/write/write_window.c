@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "gw_i.h"
+#include "write_i.h"
 
 /* Congestion blocks, as the Linux NFS client's does since it stopped
  * abandoning writeback rounds: the writer (a FUSE thread serving the

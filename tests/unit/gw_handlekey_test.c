@@ -22,7 +22,7 @@
 #include <xxhash.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "inode_i.h"
 #include "siphash.h"
 
 #define MX 0x9fb21c651e98df25ull	/* XXH3's multiplier for 4..8 bytes */

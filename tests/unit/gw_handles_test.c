@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "keep_i.h"
 
 static int released;
 

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "gw_i.h"
 #include "gw_state.h"
+#include "keep_i.h"
 
 static struct gw_intent in(unsigned op, uint64_t dir, const char *name,
 			   uint64_t obj, const char *name2)

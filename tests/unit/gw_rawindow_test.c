@@ -6,7 +6,6 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "gw_i.h"
 #include "read_i.h"
 
 #define BS (64u << 10)

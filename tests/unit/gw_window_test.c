@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "write_i.h"
 
 #define KiB 1024u
 
