@@ -5,7 +5,7 @@
  * state's layout) from gateway/, never a room's header (test 52); the
  * rooms see it through base/gw_i.h.
  *
- * gateway.c: what ties the rooms together at start (the inode table's
+ * start.c: what ties the rooms together at start (the inode table's
  *            evict hook).
  * The other calls are each room's, named here with their file.
  */
@@ -110,7 +110,7 @@ struct gw_itable {
 	size_t count;			/* inodes in the table, lock */
 	struct gw_inode *root;		/* set at start, never freed */
 	/* What the rooms above the inodes hang on one (its fetches, its
-	 * uncommitted extents), let go before it is freed: gateway.c's,
+	 * uncommitted extents), let go before it is freed: start.c's,
 	 * set at start; NULL until then (nothing hangs on the root). */
 	void (*evict)(struct gw *gw, struct gw_inode *ino);
 };
@@ -241,7 +241,7 @@ struct gw {
 	uint64_t exit_commit_errors;	/* COMMITs failed at exit (atomic) */
 };
 
-/* ---- gateway.c ---- */
+/* ---- start.c ---- */
 /* The inode table with its root (and the root's kept metadata), and what
  * each room lets go with an inode. Before the session starts: 0, or
  * -ENOMEM. */

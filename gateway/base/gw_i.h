@@ -16,7 +16,7 @@
  *   inode/    inode_i.h    the inode table, handle keys, reclaim
  *   keep/     keep_i.h     what outlives a restart or a takeover
  *   base/     gw_i.h       (this file)
- * On top, ../gateway.c ties them together at start.
+ * On top, ../start.c ties them together at start.
  *
  * logging.c: one-line log messages (stderr in the foreground, syslog as a
  *            daemon, or logfile=).

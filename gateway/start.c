@@ -1,4 +1,4 @@
-/* gateway.c - the request path as one, for the process that runs it: what
+/* start.c - the request path as one, for the process that runs it: what
  * ties its rooms together at start.
  *
  * An inode is the inode room's, but the rooms above hang their own things
