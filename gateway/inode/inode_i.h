@@ -150,7 +150,7 @@ struct gw_reclaim {
 };
 
 /* One GETATTR of a pass. */
-struct probe {
+struct reclaim_probe {
 	struct reclaim_batch *b;
 	struct nfsc_fh fh;
 	struct nfsc_attr attr;
@@ -167,7 +167,7 @@ struct reclaim_batch {
 	pthread_cond_t cond;		/* with lock: outstanding went to 0 */
 	unsigned outstanding;		/* lock */
 	unsigned refs;			/* lock: outstanding + the pass */
-	struct probe p[GW_RECLAIM_INFLIGHT];
+	struct reclaim_probe p[GW_RECLAIM_INFLIGHT];
 };
 
 

@@ -87,7 +87,7 @@ void reclaim_batch_put_locked(struct reclaim_batch *b)
 
 static void probe_done(int status, void *priv)
 {
-	struct probe *p = priv;
+	struct reclaim_probe *p = priv;
 	struct reclaim_batch *b = p->b;
 
 	pthread_mutex_lock(&b->lock);

@@ -157,7 +157,7 @@ static int check_root(struct pass *ps)
 {
 	struct gw *gw = ps->gw;
 	struct gw_reclaim *r = gw->reclaim;
-	struct probe *p = &ps->b->p[0];
+	struct reclaim_probe *p = &ps->b->p[0];
 
 	p->id = FUSE_ROOT_ID;
 	p->fh = gw->it.root->fh;
@@ -198,7 +198,7 @@ static int check_root(struct pass *ps)
 static void walk_settle(struct pass *ps, unsigned n)
 {
 	struct gw_reclaim *r = ps->gw->reclaim;
-	const struct probe *p = ps->b->p;
+	const struct reclaim_probe *p = ps->b->p;
 
 	for (unsigned i = 0; i < n; i++) {
 		if (p[i].status == -ESTALE) {
@@ -243,7 +243,7 @@ static int walk(struct pass *ps)
 	       (n = nodes_list(gw->nodes, &cursor, ents,
 			       GW_RECLAIM_BATCH)) > 0) {
 		for (size_t i = 0; i < n; i++) {
-			struct probe *p = &ps->b->p[np];
+			struct reclaim_probe *p = &ps->b->p[np];
 
 			ps->res->checked++;
 			/* Held by the kernel: it revalidates it itself. */
@@ -282,7 +282,7 @@ static int ask(struct pass *ps, const uint64_t *ids, size_t n)
 
 	for (size_t i = 0; i <= n; i++) {
 		if (i < n) {
-			struct probe *p = &b->p[np];
+			struct reclaim_probe *p = &b->p[np];
 			size_t len = sizeof(p->fh.data);
 
 			ret = nodes_get(ps->gw->nodes, ids[i], p->fh.data,
