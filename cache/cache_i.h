@@ -4,6 +4,8 @@
  *            file, layout) and closing it
  *   meta.c   the per-object metadata record: header, presence, checksums
  *   obj.c    objects: the registry, get/put, coherency, reset, marking
+ *   objfile.c  an object's files: names and paths, opening them (header
+ *            checked, presence loaded), the check on every get, closing
  *   read.c   verified reads (and the open object's checksum cache)
  *   fill.c   fills (cache_fill, the caller's own writes) and their
  *            completion
@@ -274,10 +276,6 @@ struct cache_obj {
 	pthread_mutex_t write_lock;
 };
 
-int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
-			char *name);
-int cache_obj_path(const struct cache *c, const char *name, bool meta,
-		   char *buf, size_t len);
 struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash);
 struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash);
 void cache_obj_forget_locked(struct cache *c, struct cache_obj *o);
@@ -316,6 +314,8 @@ int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
 			      uint32_t n, const uint64_t *csums);
 void cache_obj_update_alloc(struct cache_obj *o);
+/* The presence bitmap sized for an object of size bytes (o->lock). */
+int cache_obj_alloc_bitmap(struct cache_obj *o, uint64_t size);
 int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 			    uint64_t *bad);
 
@@ -323,6 +323,22 @@ static inline bool cache_bit(const uint64_t *bm, uint64_t i)
 {
 	return (bm[i / 64] >> (i % 64)) & 1;
 }
+
+/* ---- objfile.c: an object's files ---------------------------------------- */
+
+int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
+			char *name);
+int cache_obj_path(const struct cache *c, const char *name, bool meta,
+		   char *buf, size_t len);
+/* Open (create) the files and load the header and presence bitmap; key
+ * NULL accepts the stored identity (inspection by name). */
+int cache_obj_open_locked(struct cache_obj *o, const void *key,
+			  size_t keylen, const void *coh, size_t cohlen,
+			  uint64_t size, bool create);
+/* An open object's header re-read: damage or another salt resets it. */
+int cache_obj_revalidate_locked(struct cache_obj *o, const void *coh,
+				size_t cohlen, uint64_t size);
+void cache_obj_close_locked(struct cache_obj *o);
 
 /* ---- read.c: verified reads --------------------------------------------- */
 
