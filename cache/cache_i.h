@@ -3,9 +3,10 @@
  *   dir.c    opening a cache directory (checks, cache.conf, the lock
  *            file, layout) and closing it
  *   meta.c   the per-object metadata record: header, presence, checksums
- *   obj.c    objects: the registry, get/put, coherency, reset, marking
+ *   obj.c    objects: the registry, get/put, coherency, reset
  *   objfile.c  an object's files: names and paths, opening them (header
  *            checked, presence loaded), the check on every get, closing
+ *   presence.c  which blocks are present: the bitmap, marking, unmarking
  *   read.c   verified reads (and the open object's checksum cache)
  *   fill.c   fills (cache_fill, the caller's own writes) and their
  *            completion
@@ -303,26 +304,29 @@ void cache_obj_forget_free(struct cache *c, struct cache_obj *o);
 void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
 			 const char *what);
 void cache_close_objects(struct cache *c);
-void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
 			  struct cache_obj **out);
 int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 			   size_t keylen, const void *coh, size_t cohlen,
 			   uint64_t size);
 void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
-int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
-int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
-			      uint32_t n, const uint64_t *csums);
 void cache_obj_update_alloc(struct cache_obj *o);
-/* The presence bitmap sized for an object of size bytes (o->lock). */
-int cache_obj_alloc_bitmap(struct cache_obj *o, uint64_t size);
 int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 			    uint64_t *bad);
+
+/* ---- presence.c: which blocks are present (o->lock) --------------------- */
 
 static inline bool cache_bit(const uint64_t *bm, uint64_t i)
 {
 	return (bm[i / 64] >> (i % 64)) & 1;
 }
+
+/* The presence bitmap sized for an object of size bytes. */
+int cache_obj_alloc_bitmap(struct cache_obj *o, uint64_t size);
+void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
+			      uint32_t n, const uint64_t *csums);
 
 /* ---- objfile.c: an object's files ---------------------------------------- */
 
