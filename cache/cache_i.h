@@ -3,10 +3,12 @@
  *   dir.c    opening a cache directory (checks, cache.conf, the lock
  *            file, layout) and closing it
  *   meta.c   the per-object metadata record: header, presence, checksums
- *   obj.c    objects: the registry, get/put, coherency, reset
+ *   obj.c    objects: the registry, get/put and references
  *   objfile.c  an object's files: names and paths, opening them (header
  *            checked, presence loaded), the check on every get, closing
  *   presence.c  which blocks are present: the bitmap, marking, unmarking
+ *   coherency.c  an object's data against the origin's identity: reset
+ *            (a new incarnation), failure, check, invalidate, set_coh
  *   read.c   verified reads (and the open object's checksum cache)
  *   fill.c   fills (cache_fill, the caller's own writes) and their
  *            completion
@@ -306,10 +308,6 @@ void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
 void cache_close_objects(struct cache *c);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
 			  struct cache_obj **out);
-int cache_obj_reset_locked(struct cache_obj *o, const void *key,
-			   size_t keylen, const void *coh, size_t cohlen,
-			   uint64_t size);
-void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
 void cache_obj_update_alloc(struct cache_obj *o);
 int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 			    uint64_t *bad);
@@ -327,6 +325,16 @@ void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
 			      uint32_t n, const uint64_t *csums);
+
+/* ---- coherency.c: reset, failure, coherency (o->lock) ------------------ */
+
+/* Drop every block and start a new incarnation (new salt); key NULL keeps
+ * the stored identity. */
+int cache_obj_reset_locked(struct cache_obj *o, const void *key,
+			   size_t keylen, const void *coh, size_t cohlen,
+			   uint64_t size);
+/* An I/O error on the object: counted, its data dropped. */
+void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
 
 /* ---- objfile.c: an object's files ---------------------------------------- */
 

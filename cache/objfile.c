@@ -15,7 +15,7 @@
 #include "cache_i.h"
 #include "lockcheck.h"
 
-/* ---- names and paths ------------------------------------------------------ */
+/* ---- names and paths ---------------------------------------------------- */
 
 int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
 			char *name)
@@ -57,7 +57,7 @@ int cache_obj_path(const struct cache *c, const char *name, bool meta,
 	(void)c;
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
-/* ---- opening, the check on every get, closing (o->lock) ------------ */
+/* ---- opening, the check on every get, closing (o->lock) ----------------- */
 
 static void count_damaged(struct cache_obj *o)
 {
