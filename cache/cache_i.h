@@ -308,7 +308,6 @@ void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
 void cache_close_objects(struct cache *c);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
 			  struct cache_obj **out);
-void cache_obj_update_alloc(struct cache_obj *o);
 int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 			    uint64_t *bad);
 
@@ -393,6 +392,9 @@ void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o);
 void cache_lru_append_locked(struct cache *c, struct cache_obj *o);
 void cache_account_locked(struct cache *c, struct cache_obj *o,
 			  uint64_t alloc);
+/* o's allocated bytes (data + meta, from fstat) counted again; o->lock
+ * held. */
+void cache_obj_update_alloc(struct cache_obj *o);
 int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 void cache_unreserve(struct cache *c, uint64_t bytes);
 unsigned cache_free_pct(struct cache *c);

@@ -2,6 +2,7 @@
  * free-space thresholds brun/bcull/bstop (cachefilesd's names and meaning). */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -59,6 +60,24 @@ void cache_account_locked(struct cache *c, struct cache_obj *o,
 	c->used = c->used - o->alloc_bytes + alloc;
 	o->alloc_bytes = alloc;
 	publish_used_locked(c);
+}
+
+/* ---- allocation accounting ----------------------------------------------- */
+
+void cache_obj_update_alloc(struct cache_obj *o)
+{
+	struct cache *c = o->c;
+	struct stat st;
+	uint64_t alloc = 0;
+
+	if (o->data_fd >= 0 && !fstat(o->data_fd, &st))
+		alloc += (uint64_t)st.st_blocks * 512;
+	if (o->meta_fd >= 0 && !fstat(o->meta_fd, &st))
+		alloc += (uint64_t)st.st_blocks * 512;
+	pthread_mutex_lock(&c->lock);
+	if (!o->removed)
+		cache_account_locked(c, o, alloc);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- culling ------------------------------------------------------------------ */

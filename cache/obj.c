@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_i.h"
@@ -130,24 +129,6 @@ void cache_close_objects(struct cache *c)
 	free(c->htab);
 	c->htab = NULL;
 	c->hsize = c->nobj = 0;
-}
-
-/* ---- allocation accounting ----------------------------------------------- */
-
-void cache_obj_update_alloc(struct cache_obj *o)
-{
-	struct cache *c = o->c;
-	struct stat st;
-	uint64_t alloc = 0;
-
-	if (o->data_fd >= 0 && !fstat(o->data_fd, &st))
-		alloc += (uint64_t)st.st_blocks * 512;
-	if (o->meta_fd >= 0 && !fstat(o->meta_fd, &st))
-		alloc += (uint64_t)st.st_blocks * 512;
-	pthread_mutex_lock(&c->lock);
-	if (!o->removed)
-		cache_account_locked(c, o, alloc);
-	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- public: get/put ------------------------------------------------------- */
