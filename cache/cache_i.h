@@ -9,7 +9,8 @@
  *   presence.c  which blocks are present: the bitmap, marking, unmarking
  *   coherency.c  an object's data against the origin's identity: reset
  *            (a new incarnation), failure, check, invalidate, set_coh
- *   read.c   verified reads (and the open object's checksum cache)
+ *   read.c   verified reads
+ *   csc.c    the open object's checksum cache
  *   fill.c   fills (cache_fill, the caller's own writes) and their
  *            completion
  *   io.c     the io_uring fill ring and every backing-store syscall,
@@ -261,7 +262,7 @@ struct cache_obj {
 					 * unmarked: a reader that raced with
 					 * it does not report corruption */
 	struct cache_req *inflight;	/* fills of this object in flight */
-	/* The checksum cache (read.c): stored checksums of recently read
+	/* The checksum cache (csc.c): stored checksums of recently read
 	 * sectors, so that a warm read costs no pread of the metadata
 	 * file. NULL until the first read; freed at close and reset. */
 	struct cache_csum_chunk *csc;
@@ -308,8 +309,6 @@ void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
 void cache_close_objects(struct cache *c);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
 			  struct cache_obj **out);
-int cache_obj_verify_locked(struct cache_obj *o, bool repair,
-			    uint64_t *bad);
 
 /* ---- presence.c: which blocks are present (o->lock) --------------------- */
 
@@ -351,7 +350,7 @@ int cache_obj_revalidate_locked(struct cache_obj *o, const void *coh,
 				size_t cohlen, uint64_t size);
 void cache_obj_close_locked(struct cache_obj *o);
 
-/* ---- read.c: verified reads --------------------------------------------- */
+/* ---- csc.c: the checksum cache ----------------------------------------- */
 
 /* The checksum cache of an open object: a direct-mapped table of chunks
  * of CACHE_CSC_CHUNK consecutive stored checksums (chunk k holds sectors
@@ -374,12 +373,20 @@ struct cache_csum_chunk {
 void cache_csc_drop_locked(struct cache_obj *o);
 void cache_csc_changed_locked(struct cache_obj *o, uint64_t first_sector,
 			      uint64_t nsectors);
+bool cache_csc_lookup_locked(struct cache_obj *o, uint64_t s0, uint64_t n,
+			     uint64_t *out);
+void cache_csc_insert_locked(struct cache_obj *o, uint64_t k0, uint64_t nk,
+			     const uint64_t *v, uint64_t seq);
+
+/* ---- read.c: verified reads --------------------------------------------- */
 
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
 		     uint64_t n, uint64_t *out);
 int cache_load_block_csums(struct cache *c, int meta_fd, uint64_t first,
 			   uint64_t n, uint64_t *out);
 void *cache_alloc_aligned(size_t len);
+int cache_obj_verify_locked(struct cache_obj *o, bool repair,
+			    uint64_t *bad);
 
 /* ---- fill.c: fills and their completion --------------------------------- */
 
