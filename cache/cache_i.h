@@ -333,6 +333,10 @@ int cache_obj_reset_locked(struct cache_obj *o, const void *key,
 			   uint64_t size);
 /* An I/O error on the object: counted, its data dropped. */
 void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
+/* Blocks [first, end) no longer hold what their bits say: unmarked, their
+ * fills in flight cancelled. */
+int cache_obj_drop_blocks_locked(struct cache_obj *o, uint64_t first,
+				 uint64_t end);
 
 /* ---- objfile.c: an object's files ---------------------------------------- */
 

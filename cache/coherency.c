@@ -1,8 +1,9 @@
 /* coherency.c - an object's data against the origin's identity: a reset to
- * a new incarnation (new salt, every block dropped), an I/O error that
- * drops the data, an origin file grown too big to cache, and the public
- * calls: cache_obj_check, cache_obj_invalidate, cache_obj_set_coh (what a
- * change of size keeps). All under o->lock. */
+ * a new incarnation (new salt, every block dropped), blocks dropped that
+ * no longer hold what their bits say, an I/O error that drops the data, an
+ * origin file grown too big to cache, and the public calls:
+ * cache_obj_check, cache_obj_invalidate, cache_obj_set_coh (what a change
+ * of size keeps). All under o->lock. */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -110,6 +111,25 @@ void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what)
 		o->unmark_seq++;
 		memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
 	}
+}
+
+/* Blocks [first, end) no longer hold what their bits say: cancel their
+ * fills in flight, clear their presence bits; a failed metadata write
+ * breaks the object. */
+int cache_obj_drop_blocks_locked(struct cache_obj *o, uint64_t first,
+				 uint64_t end)
+{
+	int ret = 0;
+
+	GW_ASSERT_HELD(&o->lock);
+	for (uint64_t b = first; b < end && b < o->nblocks; b++) {
+		cache_obj_cancel_locked(o, b);
+		if (!ret)
+			ret = cache_obj_unmark_locked(o, b);
+	}
+	if (ret)
+		cache_obj_fail_locked(o, ret, "metadata write");
+	return ret;
 }
 
 /* ---- public: coherency -------------------------------------------------- */

@@ -145,25 +145,6 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 	return r;
 }
 
-/* Blocks [first, end) no longer hold what their bits say: cancel their
- * fills in flight, clear their presence bits; a failed metadata write
- * breaks the object. */
-static int drop_blocks_locked(struct cache_obj *o, uint64_t first,
-			      uint64_t end)
-{
-	int ret = 0;
-
-	GW_ASSERT_HELD(&o->lock);
-	for (uint64_t b = first; b < end && b < o->nblocks; b++) {
-		cache_obj_cancel_locked(o, b);
-		if (!ret)
-			ret = cache_obj_unmark_locked(o, b);
-	}
-	if (ret)
-		cache_obj_fail_locked(o, ret, "metadata write");
-	return ret;
-}
-
 /* cache_fill and cache_fill_ref: with release set, buf is the caller's and
  * is written in place (and released in every case).
  *
@@ -344,7 +325,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	 * the range is present: it held the bytes this fill replaces. */
 	if (o->hdr->size != size &&
 	    ((off + len) % bs || o->hdr->size < off + len)) {
-		ret = drop_blocks_locked(o, first0, first0 + nblk);
+		ret = cache_obj_drop_blocks_locked(o, first0, first0 + nblk);
 		pthread_mutex_unlock(&o->lock);
 		STAT_ADD(c, fills_skipped, 1);
 		goto out_free;
@@ -530,7 +511,8 @@ int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len)
 		return 0;
 	pthread_mutex_lock(&o->lock);
 	if (o->opened && !o->broken)
-		ret = drop_blocks_locked(o, off / bs, (off + len - 1) / bs + 1);
+		ret = cache_obj_drop_blocks_locked(o, off / bs,
+						   (off + len - 1) / bs + 1);
 	pthread_mutex_unlock(&o->lock);
 	return ret;
 }
