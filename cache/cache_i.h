@@ -11,8 +11,9 @@
  *            (a new incarnation), failure, check, invalidate, set_coh
  *   read.c   verified reads
  *   csc.c    the open object's checksum cache
- *   fill.c   fills (cache_fill, the caller's own writes) and their
- *            completion
+ *   fill.c   fills (cache_fill and its kin) and their completion
+ *   ownwrite.c  the caller's own writes (cache_write, cache_write_ref) and
+ *            cache_drop_range
  *   io.c     the io_uring fill ring and every backing-store syscall,
  *            behind the fault-injection hook
  *   cull.c   accounting, the LRU list, culling (cache_size, brun/bcull/
@@ -395,6 +396,16 @@ int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 /* ---- fill.c: fills and their completion --------------------------------- */
 
 void cache_fill_done(struct cache *c, struct cache_req *r, int res);
+/* A fill of the caller's own write (ownwrite.c): as cache_fill_ref, but
+ * dropped (-EAGAIN) rather than waited for when the disk is behind. */
+int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		   void (*release)(void *), void *arg);
+
+/* ---- ownwrite.c: the caller's own writes --------------------------------- */
+
+/* Its calls are public (cache.h): cache_write, cache_write_ref,
+ * cache_drop_range. Own writes of one object are ordered by
+ * o->write_lock. */
 
 /* ---- cull.c: accounting, LRU, culling ----------------------------------- */
 
