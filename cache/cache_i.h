@@ -518,6 +518,11 @@ struct cache {
  * with O_NOFOLLOW failed with ELOOP). */
 void cache_link_err(char *err, size_t errlen, const char *dir,
 		    const char *name);
-bool cache_writable(const struct cache *c);
+
+/* Not opened for inspection only: objects may be created and changed. */
+static inline bool cache_writable(const struct cache *c)
+{
+	return c->mode != CACHE_OPEN_INSPECT;
+}
 
 #endif

@@ -16,11 +16,6 @@
 #include "cache_i.h"
 #include "seterr.h"
 
-bool cache_writable(const struct cache *c)
-{
-	return c->mode != CACHE_OPEN_INSPECT;
-}
-
 uint32_t cache_block_size(const struct cache *c)
 {
 	return c->block_size;
