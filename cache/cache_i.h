@@ -185,6 +185,11 @@ struct cache_fillbuf {
 /* One fill in flight: a contiguous run of blocks of one object. */
 struct cache_req {
 	struct cache_obj *o;		/* holds a reference */
+	/* Its write's result (bytes written, or -errno): called by the
+	 * completion thread, or by io.c where the write could not be put on
+	 * the ring. It owns r: frees it, or queues it again
+	 * (cache_io_requeue). fill.c's, set when r is made. */
+	void (*done)(struct cache *c, struct cache_req *r, int res);
 	struct cache_req *next;		/* o->inflight; guarded by o->lock */
 	uint64_t gen;			/* o->gen at submission */
 	uint64_t first;			/* first block */
@@ -395,7 +400,6 @@ int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 
 /* ---- fill.c: fills and their completion --------------------------------- */
 
-void cache_fill_done(struct cache *c, struct cache_req *r, int res);
 /* A fill of the caller's own write (ownwrite.c): as cache_fill_ref, but
  * dropped (-EAGAIN) rather than waited for when the disk is behind. */
 int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,

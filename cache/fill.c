@@ -12,6 +12,8 @@
 
 /* ---- fills ------------------------------------------------------------------ */
 
+static void fill_done(struct cache *c, struct cache_req *r, int res);
+
 static void fillbuf_put(struct cache_fillbuf *fb)
 {
 	if (!fb || __atomic_sub_fetch(&fb->refs, 1, __ATOMIC_ACQ_REL))
@@ -114,6 +116,7 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 	if (!r)
 		return NULL;
 	r->o = o;
+	r->done = fill_done;
 	r->gen = gen;
 	r->first = first;
 	r->nblk = nblk;
@@ -361,7 +364,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 		v[nq++] = r;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (nq)		/* dropped by cache_fill_done() */
+	if (nq)		/* dropped by fill_done() */
 		cache_obj_ref_locked(c, o, CACHE_REF_FILL, (int)nq);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&o->lock);
@@ -418,7 +421,7 @@ int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
 
 /* Completion of a fill (completion thread, or a submitter whose submit
  * failed). Marks the blocks present only now that the data is written. */
-void cache_fill_done(struct cache *c, struct cache_req *r, int res)
+static void fill_done(struct cache *c, struct cache_req *r, int res)
 {
 	struct cache_obj *o = r->o;
 	struct cache_req **pp;
