@@ -16,8 +16,8 @@
  *            cache_drop_range
  *   io.c     the io_uring fill ring and every backing-store syscall,
  *            behind the fault-injection hook
- *   cull.c   accounting, the LRU list, culling (cache_size, brun/bcull/
- *            bstop)
+ *   account.c  the LRU list, bytes used and reserved, free space
+ *   cull.c   culling (cache_size, brun/bcull/bstop)
  *   scan.c   rebuilding the registry at open; offline inspection (walk,
  *            info, verify, evict)
  *   stats.c  counters and the one-line log
@@ -411,7 +411,7 @@ int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
  * cache_drop_range. Own writes of one object are ordered by
  * o->write_lock. */
 
-/* ---- cull.c: accounting, LRU, culling ----------------------------------- */
+/* ---- account.c: LRU, bytes used and reserved, free space ---------------- */
 
 void cache_lru_touch_locked(struct cache *c, struct cache_obj *o);
 void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o);
@@ -421,10 +421,13 @@ void cache_account_locked(struct cache *c, struct cache_obj *o,
 /* o's allocated bytes (data + meta, from fstat) counted again; o->lock
  * held. */
 void cache_obj_update_alloc(struct cache_obj *o);
-int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 void cache_unreserve(struct cache *c, uint64_t bytes);
 unsigned cache_free_pct(struct cache *c);
 unsigned cache_free_pct_after(struct cache *c, uint64_t extra);
+
+/* ---- cull.c: culling ---------------------------------------------------- */
+
+int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 int cache_cull_start(struct cache *c);
 void cache_cull_stop(struct cache *c);
 
