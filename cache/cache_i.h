@@ -1,26 +1,32 @@
 /* cache_i.h - private definitions of cache/, one section per .c file.
  *
- *   dir.c    opening a cache directory (checks, cache.conf, the lock
- *            file, layout) and closing it
- *   meta.c   the per-object metadata record: header, presence, checksums
- *   obj.c    objects: the registry, get/put and references
- *   objfile.c  an object's files: names and paths, opening them (header
- *            checked, presence loaded), the check on every get, closing
- *   presence.c  which blocks are present: the bitmap, marking, unmarking
+ * Each file calls only files below it here; the one call up is obj.c's
+ * cache_reserve (cull.c): room for a new object may cull another.
+ *
+ *   ownwrite.c   the caller's own writes (cache_write, cache_write_ref)
+ *                and cache_drop_range
+ *   fill.c       fills (cache_fill and its kin) and their completion
+ *   dir.c        opening a cache directory (checks, cache.conf, the lock
+ *                file, layout) and closing it
+ *   scan.c       rebuilding the registry at open; offline inspection
+ *                (walk, info, verify, evict)
+ *   cull.c       culling (cache_size, brun/bcull/bstop)
+ *   obj.c        objects: the registry, get/put and references
+ *   read.c       verified reads
+ *   objfile.c    an object's files: names and paths, opening them (header
+ *                checked, presence loaded), the check on every get,
+ *                closing
  *   coherency.c  an object's data against the origin's identity: reset
- *            (a new incarnation), failure, check, invalidate, set_coh
- *   read.c   verified reads
- *   csc.c    the open object's checksum cache
- *   fill.c   fills (cache_fill and its kin) and their completion
- *   ownwrite.c  the caller's own writes (cache_write, cache_write_ref) and
- *            cache_drop_range
- *   io.c     the io_uring fill ring and every backing-store syscall,
- *            behind the fault-injection hook
- *   account.c  the LRU list, bytes used and reserved, free space
- *   cull.c   culling (cache_size, brun/bcull/bstop)
- *   scan.c   rebuilding the registry at open; offline inspection (walk,
- *            info, verify, evict)
- *   stats.c  counters and the one-line log
+ *                (a new incarnation), dropped blocks, failure, check,
+ *                invalidate, set_coh
+ *   presence.c   which blocks are present: the bitmap, marking, unmarking
+ *   csc.c        the open object's checksum cache
+ *   account.c    the LRU list, bytes used and reserved, free space
+ *   meta.c       the per-object metadata record: header, presence,
+ *                checksums
+ *   io.c         the io_uring fill ring and every backing-store syscall,
+ *                behind the fault-injection hook
+ *   stats.c      counters and the one-line log
  *
  * Locks, what they guard (each field says which), and how they nest:
  *
@@ -171,7 +177,7 @@ int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h);
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap);
 
-/* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
+/* ---- io.c: io_uring, syscalls behind the fault-injection hook ----------- */
 
 /* The data buffer of one fill, shared by its requests: a fill is split at
  * the edges of its runs of zero blocks (see fill.c). */
@@ -239,7 +245,7 @@ int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
 		 off_t off);
 int cache_ftruncate(struct cache *c, int fd, off_t len);
 
-/* ---- obj.c: objects, registry, reset ------------------------------------ */
+/* ---- obj.c: objects, the registry, references --------------------------- */
 
 struct cache_obj {
 	struct cache *c;
@@ -330,7 +336,7 @@ int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
 			      uint32_t n, const uint64_t *csums);
 
-/* ---- coherency.c: reset, failure, coherency (o->lock) ------------------ */
+/* ---- coherency.c: reset, drops, failure, coherency (o->lock) ------------ */
 
 /* Drop every block and start a new incarnation (new salt); key NULL keeps
  * the stored identity. */
@@ -344,7 +350,7 @@ void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
 int cache_obj_drop_blocks_locked(struct cache_obj *o, uint64_t first,
 				 uint64_t end);
 
-/* ---- objfile.c: an object's files ---------------------------------------- */
+/* ---- objfile.c: an object's files --------------------------------------- */
 
 int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
 			char *name);
@@ -360,7 +366,7 @@ int cache_obj_revalidate_locked(struct cache_obj *o, const void *coh,
 				size_t cohlen, uint64_t size);
 void cache_obj_close_locked(struct cache_obj *o);
 
-/* ---- csc.c: the checksum cache ----------------------------------------- */
+/* ---- csc.c: the checksum cache ------------------------------------------ */
 
 /* The checksum cache of an open object: a direct-mapped table of chunks
  * of CACHE_CSC_CHUNK consecutive stored checksums (chunk k holds sectors
@@ -405,7 +411,7 @@ int cache_obj_verify_locked(struct cache_obj *o, bool repair,
 int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
 		   void (*release)(void *), void *arg);
 
-/* ---- ownwrite.c: the caller's own writes --------------------------------- */
+/* ---- ownwrite.c: the caller's own writes -------------------------------- */
 
 /* Its calls are public (cache.h): cache_write, cache_write_ref,
  * cache_drop_range. Own writes of one object are ordered by
@@ -431,7 +437,7 @@ int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 int cache_cull_start(struct cache *c);
 void cache_cull_stop(struct cache *c);
 
-/* ---- scan.c: rebuilding the registry at open ----------------------------- */
+/* ---- scan.c: rebuilding the registry at open ---------------------------- */
 
 int cache_scan(struct cache *c, char *err, size_t errlen);
 
@@ -441,7 +447,7 @@ int cache_scan(struct cache *c, char *err, size_t errlen);
 	__atomic_fetch_add(&(c)->stats.field, (n), __ATOMIC_RELAXED)
 void cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- dir.c: the cache itself ------------------------------------------- */
+/* ---- dir.c: the cache itself -------------------------------------------- */
 
 struct cache {
 #ifdef CACHEGW_LOCK_CHECKS
