@@ -1,5 +1,5 @@
 /* takeover.c - one FUSE connection, served by one process after another
- * (issue 22; doc/takeover.md; the state they share: gateway/takeover.h).
+ * (doc/takeover.md; the state they share: gateway/gw_state.h).
  *
  * Upgrade in place: `cachegw SOURCE MOUNTPOINT -o cache_dir=DIR,...` finds
  * DIR's control socket answering and asks `takeover VERSION FORMAT MNT`.
@@ -14,14 +14,14 @@
  * FUSE_INIT into a new session (fuse_session_process_buf; its reply goes
  * to the kernel under a unique the kernel never gave out and is dropped
  * there, ENOENT, which libfuse ignores), adopts the open files and
- * directories under the ids the kernel holds, asks the kernel to queue
- * again what the old process read but never answered (FUSE_NOTIFY_RESEND,
- * Linux >= 6.9), and serves.
+ * directories under the ids the kernel holds (gateway/handover/adopt.c),
+ * asks the kernel to queue again what the old process read but never
+ * answered (FUSE_NOTIFY_RESEND, Linux >= 6.9), and serves.
  *
  * Crash: the supervisor (supervise.c) holds a copy of both descriptors and
  * starts a successor the same way; what the dead process acknowledged but
  * had not committed is COMMITted by the successor, and a verifier other
- * than the dead process's last WRITE's is reported to the writers.
+ * than the one the writers' records name for it is reported to them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +42,7 @@
 
 #include "cache.h"
 #include "daemon.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 #ifndef FUSE_NOTIFY_RESEND
 #define FUSE_NOTIFY_RESEND 7
@@ -264,129 +264,6 @@ int gw_takeover_resend(struct gw *gw)
 	return n == (ssize_t)sizeof(oh) ? 0 : n < 0 ? -errno : -EIO;
 }
 
-struct adopted {
-	size_t files, dirs, writers, failed, owed;
-};
-
-/* After a crash (or a handover whose commits did not finish): a COMMIT
- * owed for each file the last process had open for writing, as one of its
- * writers, checked against that process's last WRITE verifier. Made while
- * this one serves (write_commit.c); with the origin away, once it is back.
- * Without memory for the list, made here and now, before serving. */
-static void owe_adopted(struct gw *gw, struct adopted *ad)
-{
-	struct gw_state *st = gw_state;
-	struct gw_owed *v = NULL;
-	size_t n = 0, cap = 0;
-
-	for (uint32_t i = 0; i < st->slots_hwm; i++) {
-		struct gw_hrec *r = &st->recs[i];
-		struct gw_inode *ino;
-		size_t k;
-
-		if (!r->id || r->kind != GW_HREC_FILE || !r->writer ||
-		    !gw_handle_get(r->id) ||
-		    !(ino = gw_inode_find(gw, r->nodeid)))
-			continue;
-		for (k = 0; k < n && v[k].ino != ino; k++)
-			;
-		if (k < n)
-			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			void *nv = realloc(v, c * sizeof(*v));
-
-			if (!nv) {	/* this one now, alone (a later record
-					 * of the same file commits it again:
-					 * a COMMIT too many, nothing lost) */
-				if (gw_write_adopt_commit(gw, ino, &r->cred,
-							  st->verf))
-					gw_log("takeover: written data of "
-					       "node-id %llu may be lost: its "
-					       "writers' next fsync or close "
-					       "reports EIO",
-					       (unsigned long long)r->nodeid);
-				continue;
-			}
-			v = nv;
-			cap = c;
-		}
-		v[n++] = (struct gw_owed){
-			.ino = ino, .cred = r->cred, .verf = st->verf,
-		};
-	}
-	ad->owed = n;
-	gw_write_owed_start(gw, v, n);
-}
-
-int gw_takeover_adopt(struct gw *gw)
-{
-	struct gw_state *st = gw_state;
-	struct adopted ad = { 0 };
-	bool crashed = !st->handed_over;
-	struct gw_adopted_file *files = NULL;
-	size_t nfiles = 0, cap = 0;
-	int ret;
-
-	for (uint32_t i = 0; i < st->slots_hwm && i < GW_STATE_SLOTS; i++) {
-		struct gw_hrec *r = &st->recs[i];
-
-		if (!r->id)
-			continue;
-		if ((uint32_t)r->id != i + 1 ||
-		    (r->kind != GW_HREC_FILE && r->kind != GW_HREC_DIR))
-			ret = -EINVAL;
-		else if (r->kind == GW_HREC_FILE) {
-			if (nfiles == cap) {
-				size_t c = cap ? cap * 2 : 64;
-				void *nv = realloc(files, c * sizeof(*files));
-
-				if (!nv) {
-					free(files);
-					return -ENOMEM;
-				}
-				files = nv;
-				cap = c;
-			}
-			ret = gw_file_adopt(gw, r, &files[nfiles]);
-			if (!ret)
-				nfiles++;
-		} else
-			ret = gw_dir_adopt(gw, r);
-		if (ret) {
-			gw_log("takeover: cannot adopt %s %llu of node-id %llu "
-			       "(%s): the kernel's uses of it fail with EBADF",
-			       r->kind == GW_HREC_DIR ? "directory" : "file",
-			       (unsigned long long)r->id,
-			       (unsigned long long)r->nodeid, strerror(-ret));
-			r->id = 0;
-			ad.failed++;
-			continue;
-		}
-		if (r->kind == GW_HREC_DIR) {
-			ad.dirs++;
-		} else {
-			ad.files++;
-			ad.writers += r->writer != 0;
-		}
-		r->werr = 0;
-	}
-	gw_files_adopted_attach(gw, files, nfiles);
-	free(files);
-	ret = gw_handles_adopted();
-	if (ret)
-		return ret;
-	if (crashed)
-		owe_adopted(gw, &ad);
-	gw_log("takeover: %zu open files (%zu writing) and %zu directories "
-	       "adopted%s%s", ad.files, ad.writers, ad.dirs,
-	       ad.failed ? ", some could not be" : "",
-	       crashed && ad.owed ? "; what the last process wrote is "
-	       "COMMITted while this one serves (with the origin away, once "
-	       "it is back)" : "");
-	return 0;
-}
-
 /* The successor serves from now: counters for the metrics and the log. */
 void gw_takeover_serving(struct gw *gw, bool successor)
 {
@@ -398,7 +275,9 @@ void gw_takeover_serving(struct gw *gw, bool successor)
 	/* The control threads read these (the metrics): atomic. */
 	if (successor) {
 		uint64_t gen = st->generation + 1;
-		uint64_t pause = mono_ns() - st->stopped_ns;
+		uint64_t pause = mono_ns() -
+				 __atomic_load_n(&st->stopped_ns,
+						 __ATOMIC_RELAXED);
 
 		__atomic_store_n(&st->generation, gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&st->pause_ns, pause, __ATOMIC_RELAXED);
@@ -474,7 +353,9 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: %s\n", strerror(errno));
 		goto undo;
 	}
-	gw_state->stopped_ns = mono_ns();
+	/* Atomic: an upgrade asked for as soon as this process serves
+	 * races with gw_takeover_serving's read. */
+	__atomic_store_n(&gw_state->stopped_ns, mono_ns(), __ATOMIC_RELAXED);
 	if (gw_drain_takeover()) {
 		close(gw->handover_fuse_fd);
 		gw->handover_fuse_fd = -1;
