@@ -141,10 +141,13 @@ done
 man_checks() {
 	txt=$tmp/cachegw.8.txt
 	grep -q '^SIGNALS' "$txt" || bad "cachegw.8 has no SIGNALS section"
-	# Every name in gw_optspec (daemon/opts.c), as "name" or "name=".
-	opts=$(sed -n '/gw_optspec\[\] = {/,/FUSE_OPT_END/p' "$ROOT/daemon/opts.c" |
-		grep -o '\(OPT\|FUSE_OPT_KEY\)("[^"]*"' | sed 's/.*("//; s/"$//; s/=.*/=/; s/%.*//')
-	[ "$(echo "$opts" | wc -l)" -gt 40 ] || bad "could not read the options of daemon/opts.c"
+	# Every name of gw_opt_table (daemon/opts_table.c), as "name=" (an
+	# option with a value) or "name" (a flag, its negation, a word).
+	rows=$(sed -n '/gw_opt_table\[\] = {/,/^};/p' "$ROOT/daemon/opts_table.c")
+	opts=$(echo "$rows" | grep -oE '\b(STR|SIZEW?|NUMW?|CHOICE|KEY)\("[^"]+"' | sed 's/.*("//; s/"$/=/'
+		echo "$rows" | grep -oE '\b(FLAGW?|WORD)\("[^"]+"' | sed 's/.*("//; s/"$//'
+		echo "$rows" | grep -oE '\bFLAGW?\("[^"]+", *[a-z_]+, *[A-Za-z0-9_]+, *"[^"]+"' | sed 's/.*"\([^"]*\)"$/\1/')
+	[ "$(echo "$opts" | wc -l)" -gt 40 ] || bad "could not read the options of daemon/opts_table.c"
 	for o in $opts; do
 		case $o in
 		*=) re="(^|[^A-Za-z0-9_-])$o" ;;
