@@ -1,0 +1,108 @@
+/* gw_remember_test: a directory listing kept in md.log (gateway/
+ * remember.c) comes back whole after a restart, and a kept listing whose
+ * count of names is damaged (0xFFFFFFFF, or any count larger than a kept
+ * listing may be) is refused, online and offline, without reading or
+ * writing past what was allocated for it (run under ASan). */
+#include <errno.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "gw_i.h"
+#include "nodes_helpers.h"
+
+/* remember.c's kind of a kept listing, and where its count of names is
+ * (struct md_listed: size, mtime and ctime seconds, their nanoseconds,
+ * then n): the test damages that field as a bad disk or an edit would. */
+#define MD_LISTED 3
+#define LISTED_N_OFF 32
+
+static struct gw gw;
+static struct gw_opts opts;
+static struct gw_inode dir;
+
+static void md_reopen(const char *d, uint32_t gen)
+{
+	nodes_md_close(gw.md);
+	gw.md = t_nodes_md_open(d, gen);
+	/* A restart: what was kept before it is what the gateway uses. */
+	gw.md_epoch = gw_md_now_ns();
+}
+
+/* Set the kept listing's count of names to n. */
+static void damage_count(const char *d, uint32_t gen, uint32_t n)
+{
+	struct nodes_md_rec r;
+
+	CHECK_EQ(nodes_md_get_one(gw.md, dir.nodeid, MD_LISTED, 0, &r), 0);
+	CHECK(r.len >= LISTED_N_OFF + 4);
+	memcpy(r.blob + LISTED_N_OFF, &n, 4);
+	CHECK_EQ(nodes_md_put(gw.md, dir.nodeid, MD_LISTED, 0, r.fetched_ns,
+			      r.blob, r.len), 0);
+	md_reopen(d, gen);
+}
+
+static int listing(bool offline, struct nfsc_dirlist *out)
+{
+	return gw_md_listing(&gw, &dir, NULL, offline, out);
+}
+
+int main(void)
+{
+	static const uint32_t bad[] = { 0xFFFFFFFFu, 0xFFFFFFFEu, 0xFFFFFF80u,
+					65537 };
+	const char *d = t_tmpdir();
+	struct nfsc_dirent ents[2] = {
+		{ .name = (char *)".", .fileid = 100 },
+		{ .name = (char *)"..", .fileid = 99 },
+	};
+	struct nfsc_dirlist l = { .ents = ents, .n = 2, .cap = 2 };
+	struct nfsc_attr ver = { .type = NFSC_DIR, .mode = 0755, .size = 4096 };
+	struct nfsc_dirlist out;
+	struct nodes_stats ns;
+
+	opts.acdirmin = opts.acdirmax = 3600;
+	opts.acregmin = opts.acregmax = 3600;
+	gw.o = &opts;
+	gw.nodes = t_nodes_open(d, false);
+	nodes_stats(gw.nodes, &ns);
+	gw.md = t_nodes_md_open(d, ns.generation);
+	gw.md_epoch = gw_md_now_ns();
+	pthread_mutex_init(&dir.lock, NULL);
+	dir.nodeid = 5;
+
+	/* 1. An empty directory listed from the origin, kept by the real
+	 * writer; after a restart it is served from md.log: "." and ".."
+	 * only. */
+	gw_md_note_listing(&gw, &dir, &ver, &l);
+	md_reopen(d, ns.generation);
+	CHECK_EQ(listing(false, &out), 0);
+	CHECK_EQ(out.n, 2);
+	CHECK(!strcmp(out.ents[0].name, "."));
+	CHECK_EQ(out.ents[0].fileid, 100);
+	CHECK(!strcmp(out.ents[1].name, ".."));
+	CHECK_EQ(out.ents[1].fileid, 99);
+	nfsc_dirlist_free(&out);
+
+	/* 2. Its count damaged: refused (the origin is asked instead), and
+	 * nothing past the allocations touched. 0xFFFFFFFF wrapped n + 1 and
+	 * n + 2 to 0 and 1: a one-entry array got "." and "..". */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		damage_count(d, ns.generation, bad[i]);
+		CHECK_EQ(listing(false, &out), -ENOENT);
+		CHECK_EQ(out.n, 0);
+		CHECK_EQ(listing(true, &out), -ENOENT);
+		CHECK_EQ(out.n, 0);
+	}
+
+	/* 3. The count put right again: served again. */
+	damage_count(d, ns.generation, 0);
+	CHECK_EQ(listing(false, &out), 0);
+	CHECK_EQ(out.n, 2);
+	nfsc_dirlist_free(&out);
+
+	nodes_md_close(gw.md);
+	nodes_close(gw.nodes);
+	pthread_mutex_destroy(&dir.lock);
+	printf("gw_remember_test: ok\n");
+	return 0;
+}
