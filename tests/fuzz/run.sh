@@ -13,15 +13,16 @@
 # one; a crash leaves its input in LOGDIR (BUILD_DIR/fuzz-logs) as
 # crash-<sha1> (or leak-, timeout-, oom-): replay it with
 # BUILD_DIR/tests/fuzz/<target> FILE, add it to the corpus as a regression
-# seed once it is fixed. CACHEGW_FUZZ_ARGS adds libFuzzer options (e.g.
-# -jobs=2 -workers=2 for a long run by hand).
+# seed once it is fixed. CACHEGW_FUZZ_TARGETS runs only those named;
+# CACHEGW_FUZZ_ARGS adds libFuzzer options.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 BUILD=${1:-build-fuzz}
 SECS=${2:-7}
 LOGDIR=$BUILD/fuzz-logs
-TARGETS="fuzz_nodes_log fuzz_md_log fuzz_cache_conf fuzz_cache_meta fuzz_origin_root fuzz_silly_names fuzz_handle_key"
+ALL="fuzz_nodes_log fuzz_md_log fuzz_cache_conf fuzz_cache_meta fuzz_origin_root fuzz_silly_names fuzz_handle_key"
+TARGETS=${CACHEGW_FUZZ_TARGETS:-$ALL}
 
 # Largest input per target: a few dozen records of the logs, an object's
 # header, presence page and a few blocks' checksums.
