@@ -210,6 +210,14 @@ static void md_seeds(void)
 
 	md_listing_damaged(0xFFFFFFFFu, "listed_n_ffffffff");
 	md_listing_damaged(65537, "listed_n_too_big");
+	/* Attributes with an mtime no NFSv3 origin gives: the regression
+	 * seed of the attribute timeout's signed overflow (UBSan). */
+	md_open();
+	file.nodeid = 11;
+	file.attr.mtime.tv_sec = INT64_MIN;
+	gw_md_keep_inode(&gw, &file);
+	nodes_md_close(gw.md);
+	keep("md.log", "fuzz_md_log", "attr_mtime_int64_min", SIZE_MAX);
 
 	nodes_close(gw.nodes);
 	pthread_mutex_destroy(&dir.lock);

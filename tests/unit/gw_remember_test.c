@@ -2,9 +2,13 @@
  * remember.c) comes back whole after a restart, and a kept listing whose
  * count of names is damaged (0xFFFFFFFF, or any count larger than a kept
  * listing may be) is refused, online and offline, without reading or
- * writing past what was allocated for it (run under ASan). */
+ * writing past what was allocated for it (run under ASan); kept
+ * attributes come back to a new inode, those with a time no NFSv3 origin
+ * gives (seconds outside 32 bits unsigned) are refused, and nothing
+ * computes with them (UBSan: a signed overflow in the attribute timeout). */
 #include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "check.h"
 #include "gw_i.h"
@@ -99,6 +103,48 @@ int main(void)
 	CHECK_EQ(listing(false, &out), 0);
 	CHECK_EQ(out.n, 2);
 	nfsc_dirlist_free(&out);
+
+	/* 4. Attributes kept when an inode is freed come back to the next
+	 * start's inode of that node-id; with an mtime or ctime no origin
+	 * gives, they do not (asked again). */
+	{
+		static const int64_t bad_s[] = { INT64_MIN, -1,
+						 (int64_t)UINT32_MAX + 1,
+						 INT64_MAX };
+		struct gw_inode ino;
+		struct nfsc_attr a;
+
+		for (size_t i = 0; i <= sizeof(bad_s) / sizeof(bad_s[0]); i++) {
+			memset(&ino, 0, sizeof(ino));
+			pthread_mutex_init(&ino.lock, NULL);
+			ino.nodeid = 7;
+			ino.attr = (struct nfsc_attr){ .type = NFSC_REG,
+						       .mode = 0644, .size = 5 };
+			clock_gettime(CLOCK_REALTIME, &ino.attr.mtime);
+			ino.attr.ctime = ino.attr.mtime;
+			if (i < sizeof(bad_s) / sizeof(bad_s[0]))
+				ino.attr.mtime.tv_sec = bad_s[i];
+			ino.attr_valid = true;
+			clock_gettime(CLOCK_MONOTONIC, &ino.attr_at);
+			gw_md_keep_inode(&gw, &ino);
+			pthread_mutex_destroy(&ino.lock);
+			md_reopen(d, ns.generation);
+
+			memset(&ino, 0, sizeof(ino));
+			pthread_mutex_init(&ino.lock, NULL);
+			ino.nodeid = 7;
+			gw_md_attach(&gw, &ino);
+			if (i < sizeof(bad_s) / sizeof(bad_s[0])) {
+				CHECK(!ino.attr_valid);
+				CHECK_EQ(gw_md_attr_any(&gw, 7, &a), -ENOENT);
+			} else {
+				CHECK(ino.attr_valid);
+				CHECK_EQ(ino.attr.size, 5);
+				CHECK_EQ(gw_md_attr_any(&gw, 7, &a), 0);
+			}
+			pthread_mutex_destroy(&ino.lock);
+		}
+	}
 
 	nodes_md_close(gw.md);
 	nodes_close(gw.nodes);
