@@ -463,9 +463,11 @@ static size_t encode_live(struct nodes_md *m, uint8_t *buf, size_t used,
 }
 
 /* The new file fd (size bytes, fsync'd) in MD_FILE's place: it becomes
- * m->fd. The caller fsyncs the directory. 0, or -errno (fd closed, MD_TMP
- * removed, md.log as it was). Lock held. */
-static int install(struct nodes_md *m, int fd, uint64_t size)
+ * m->fd; *old gets the old file's fd, for the caller to close (the last
+ * reference to a replaced file: its close frees its blocks, which may
+ * take long) and then fsync the directory. 0, or -errno (fd closed,
+ * MD_TMP removed, md.log as it was). Lock held. */
+static int install(struct nodes_md *m, int fd, uint64_t size, int *old)
 {
 	int ret = 0;
 
@@ -477,8 +479,7 @@ static int install(struct nodes_md *m, int fd, uint64_t size)
 		tmp_drop(m, fd);
 		return ret;
 	}
-	if (m->fd >= 0)
-		close(m->fd);
+	*old = m->fd;
 	m->fd = fd;
 	m->end = size;
 	m->broken = false;
@@ -496,7 +497,7 @@ static int rewrite(struct nodes_md *m)
 	uint8_t *buf = malloc(cap);
 	uint64_t off = 0;
 	uint32_t i = 0;
-	int fd, ret = 0;
+	int fd, old, ret = 0;
 
 	GW_ASSERT_HELD(&m->lock);
 	if (!buf)
@@ -520,10 +521,13 @@ static int rewrite(struct nodes_md *m)
 		tmp_drop(m, fd);
 		return ret;
 	}
-	ret = install(m, fd, off);
-	if (!ret)
+	ret = install(m, fd, off, &old);
+	if (!ret) {
+		if (old >= 0)
+			close(old);
 		(void)fsync_dir(m->dirfd);	/* else a power cut may bring
 						 * back the old file: as good */
+	}
 	return ret;
 }
 
@@ -628,9 +632,10 @@ static int compact(struct nodes_md *m)
 		tmp_drop(m, fd);
 		return ret;
 	}
-	ret = install(m, fd, off);
+	ret = install(m, fd, off, &old_fd);
 	if (!ret) {
 		pthread_mutex_unlock(&m->lock);
+		close(old_fd);
 		(void)fsync_dir(m->dirfd);
 		pthread_mutex_lock(&m->lock);
 	}
