@@ -3,7 +3,9 @@
  * forgotten with their node, survive a torn tail, never come from another
  * table's file, stay bounded on disk under rewrites (which no put waits
  * for, and which keep what was put meanwhile) and in number. */
+#include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "nodes_helpers.h"
 
@@ -243,6 +245,58 @@ int main(void)
 			CHECK_EQ(nodes_md_drop(m, id), 0);
 		nodes_md_stats(m, &st);
 		CHECK_EQ(st.records, 1);
+
+		/* The same, with puts whose appends fail meanwhile (a file
+		 * size limit: EFBIG): they are kept in memory only, so the
+		 * rewrite writes everything from memory, and they are in
+		 * md.log after it. */
+		{
+			struct rlimit rl, lim;
+
+			nodes_md_settle(m);
+			nodes_md_stats(m, &st);
+			r0 = st.rewrites;
+			nodes_md_hold_rewrites(m, true);
+			for (i = 0; !st.rewriting; i++) {
+				CHECK_EQ(nodes_md_put(m, 9, 1, 0, i, "abcdefgh",
+						      8), 0);
+				nodes_md_stats(m, &st);
+			}
+			while (!st.held) {
+				usleep(1000);
+				nodes_md_stats(m, &st);
+			}
+			signal(SIGXFSZ, SIG_IGN);
+			CHECK_EQ(getrlimit(RLIMIT_FSIZE, &rl), 0);
+			lim = rl;
+			lim.rlim_cur = file_size();
+			CHECK_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+			for (uint64_t id = 200; id < 210; id++) {
+				uint8_t b[NODES_MD_BLOB_MAX];
+				size_t len;
+
+				blob_of(id + 6, 0, b, &len);
+				CHECK_EQ(nodes_md_put(m, id, 1, 0, id * 1000, b,
+						      len), -EFBIG);
+			}
+			CHECK_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
+			nodes_md_hold_rewrites(m, false);
+			nodes_md_settle(m);
+			nodes_md_stats(m, &st);
+			CHECK_EQ(st.rewrites, r0 + 1);
+			nodes_md_close(m);
+			m = mopen(8);
+			for (uint64_t id = 200; id < 210; id++) {
+				uint8_t b[NODES_MD_BLOB_MAX];
+				size_t len;
+
+				CHECK_EQ(nodes_md_get_one(m, id, 1, 0, &r), 0);
+				blob_of(id + 6, 0, b, &len);
+				CHECK_EQ(r.len, len);
+				CHECK(!memcmp(r.blob, b, len));
+				CHECK_EQ(nodes_md_drop(m, id), 0);
+			}
+		}
 	}
 
 	/* 6b. A directory's entries: found by key, apart from the node's
