@@ -35,6 +35,17 @@
 	}								\
 } while (0)
 
+/* libFuzzer's own mutator, for the targets' custom ones: those call it,
+ * then seal again what the writer seals (a checksum over the bytes before
+ * it), 3 times in 4. Without that, almost every mutation of a checksummed
+ * file stops at its first checksum, and the parser's handling of what a
+ * checksum does not guard (a record that checks but means nothing right:
+ * a bug, or a hand that used the writer) is never reached. The fourth
+ * keeps the raw mutation: damage as a disk makes it. */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+			       unsigned int seed);
+
 static char fz_dir_buf[256];
 
 static int fz_rm_one(const char *p, const struct stat *st, int flag,

@@ -9,7 +9,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "cache.h"
+#include "cache_i.h"
 
 #define READ_MAX (4 * FZ_OBJ_BS)
 
@@ -20,6 +20,42 @@ static uint8_t *data_file, *buf;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* As meta.c seals them: the header (cache_meta_seal), and every other
+ * time the checksums of the blocks the data file holds, for the header's
+ * salt and size (cache_block_csums), where the file has room for them:
+ * headers of any size, salt or identity that check, over presence bits
+ * and checksums that may. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+			       unsigned int seed)
+{
+	static uint8_t block[FZ_OBJ_BS];
+	uint64_t cs[FZ_OBJ_BS / CACHE_SECTOR];
+	struct meta_hdr h;
+
+	size = LLVMFuzzerMutate(data, size, max_size);
+	if (seed % 4 == 0 || size < sizeof(h))
+		return size;
+	memcpy(&h, data, sizeof(h));
+	cache_meta_seal(&h);
+	memcpy(data, &h, sizeof(h));
+	if (seed % 8 < 4 || h.block_size != FZ_OBJ_BS)
+		return size;
+	for (uint64_t blk = 0; blk * FZ_OBJ_BS < h.size && blk < 8; blk++) {
+		uint64_t start = blk * FZ_OBJ_BS, off;
+		size_t len = h.size - start < FZ_OBJ_BS ?
+			     (size_t)(h.size - start) : FZ_OBJ_BS;
+
+		off = (uint64_t)cache_meta_csum_off(FZ_OBJ_BS, blk);
+		if (off + sizeof(cs) > size)
+			break;
+		for (size_t i = 0; i < len; i++)
+			block[i] = fz_obj_byte(start + i);
+		cache_block_csums(h.salt, FZ_OBJ_BS, blk, block, len, cs);
+		memcpy(data + off, cs, sizeof(cs));
+	}
+	return size;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -12,6 +12,7 @@
 
 #include "fuzz.h"
 #include "gw_i.h"
+#include "nodes_i.h"
 
 #define IDS 40
 
@@ -20,6 +21,25 @@ static struct gw_opts opts;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Records as md.c writes them: u8 kind, u8 len, 30 bytes, len bytes,
+ * sealed (nodes_seal, seeded with the generation) after the 32 + len. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+			       unsigned int seed)
+{
+	size = LLVMFuzzerMutate(data, size, max_size);
+	if (seed % 4 == 0)
+		return size;
+	for (size_t off = 64; off + 40 <= size;) {
+		size_t len = data[off + 1];
+
+		if (len > NODES_MD_BLOB_MAX || off + 40 + len > size)
+			break;
+		nodes_seal(data + off, 32 + len, FZ_MD_GEN);
+		off += 40 + len;
+	}
+	return size;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
