@@ -87,7 +87,8 @@ int nodes_find(struct nodes *t, const void *h, size_t hlen,
  * -ENOENT), but its id is never handed out again. Returns 1 if added,
  * 0 if h was already present, or -errno: -EINVAL (hlen 0 or too long),
  * -EROFS (readonly), -EIO/-ENOSPC/... (the file could not be written:
- * nothing was added). gen may be NULL. */
+ * nothing was added), -ENOSPC also when every id (2^62) has been handed
+ * out, which only a damaged file makes happen. gen may be NULL. */
 int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		    uint64_t parent, uint64_t *nodeid, uint32_t *gen);
 
