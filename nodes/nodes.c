@@ -200,8 +200,9 @@ int nodes_room(struct nodes *t)
 	if (t->readonly)
 		return -EROFS;
 	pthread_rwlock_wrlock(&t->lock);
-	/* In memory: entry slots and arena room for a few adds. */
-	if ((t->free1 == 0 && t->nents + (uint64_t)NODES_ROOM_ENTRIES >
+	/* Ids, and in memory: entry slots and arena room for a few adds. */
+	if (t->next_id > NODES_ID_LIMIT - NODES_ROOM_ENTRIES ||
+	    (t->free1 == 0 && t->nents + (uint64_t)NODES_ROOM_ENTRIES >
 	     NODES_SLOTS_MAX) ||
 	    t->arena_len - t->arena_dead + (uint64_t)NODES_ROOM_ENTRIES *
 	    NODES_HANDLE_MAX > NODES_ARENA_MAX ||

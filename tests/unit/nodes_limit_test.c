@@ -50,6 +50,9 @@ int main(void)
 		check_find(t, "b", NODES_ID_LIMIT - 1);
 		nodes_stats(t, &st);
 		CHECK_EQ(st.next_id, NODES_ID_LIMIT);
+		/* Before a create: no room (the origin is not asked to
+		 * make a file the table could not name). */
+		CHECK_EQ(nodes_room(t), -ENOSPC);
 		CHECK_EQ(nodes_add(t, "c", 1, 1, &id, NULL), -ENOSPC);
 		CHECK_EQ(nodes_find(t, "c", 1, &id, NULL), -ENOENT);
 		CHECK_EQ(nodes_set_parent(t, NODES_FIRST_ID, 9), 0);
