@@ -642,9 +642,22 @@ static int compact(struct nodes_md *m)
 	return ret;
 }
 
-/* The worker: rewrites md.log when asked (maybe_rewrite), until stopped.
- * A rewrite that fails (a full disk) is not asked for again before the
- * file has grown by half the live size more. */
+/* Is the file more than twice what its live records need, and the waste
+ * worth a rewrite (not too soon after one that failed)? Lock held. */
+static bool rewrite_due(struct nodes_md *m)
+{
+	uint64_t live = MD_HDR + m->live_bytes;
+
+	GW_ASSERT_HELD(&m->lock);
+	return m->end > 2 * live && m->end - live > MD_SLACK &&
+	       m->end > m->retry_end;
+}
+
+/* The worker: rewrites md.log when asked (maybe_rewrite), until stopped;
+ * and again at once if what was appended meanwhile makes it due again
+ * (the file stays bounded without waiting for the next put). A rewrite
+ * that fails (a full disk) is not asked for again before the file has
+ * grown by half the live size more. */
 static void *md_worker(void *arg)
 {
 	struct nodes_md *m = arg;
@@ -657,11 +670,13 @@ static void *md_worker(void *arg)
 			break;
 		m->want = false;
 		m->compacting = true;
-		if (compact(m))
+		if (compact(m)) {
 			m->retry_end = m->end + (MD_HDR + m->live_bytes) / 2 +
 				       MD_SLACK;
-		else
+		} else {
 			m->retry_end = 0;
+			m->want = rewrite_due(m);
+		}
 		m->compacting = false;
 		pthread_cond_broadcast(&m->cond);
 	}
@@ -669,16 +684,12 @@ static void *md_worker(void *arg)
 	return NULL;
 }
 
-/* Ask the worker for a rewrite when the file is more than twice what its
- * live records need and the waste is worth it. Never waits for it. Lock
+/* Ask the worker for a rewrite when one is due. Never waits for it. Lock
  * held. */
 static void maybe_rewrite(struct nodes_md *m)
 {
-	uint64_t live = MD_HDR + m->live_bytes;
-
 	GW_ASSERT_HELD(&m->lock);
-	if (m->end <= 2 * live || m->end - live <= MD_SLACK ||
-	    m->end <= m->retry_end || m->want || m->compacting)
+	if (m->want || m->compacting || !rewrite_due(m))
 		return;
 	m->want = true;
 	pthread_cond_broadcast(&m->cond);
