@@ -1,5 +1,20 @@
 /* cache_i.h - private definitions of cache/, one section per .c file.
  *
+ *   dir.c    opening a cache directory (checks, cache.conf, the lock
+ *            file, layout) and closing it
+ *   meta.c   the per-object metadata record: header, presence, checksums
+ *   obj.c    objects: the registry, get/put, coherency, reset, marking
+ *   read.c   verified reads (and the open object's checksum cache)
+ *   fill.c   fills (cache_fill, the caller's own writes) and their
+ *            completion
+ *   io.c     the io_uring fill ring and every backing-store syscall,
+ *            behind the fault-injection hook
+ *   cull.c   accounting, the LRU list, culling (cache_size, brun/bcull/
+ *            bstop)
+ *   scan.c   rebuilding the registry at open; offline inspection (walk,
+ *            info, verify, evict)
+ *   stats.c  counters and the one-line log
+ *
  * Locks, what they guard (each field says which), and how they nest:
  *
  *   o->lock      an object's open state: fds, header, presence bitmap,

@@ -30,7 +30,8 @@
 
 #include "cache.h"
 #include "daemon.h"
-#include "takeover.h"
+#include "gw_state.h"
+#include "nodes.h"
 
 
 struct metric {
@@ -184,6 +185,9 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("nodes_reclaimed_total", "counter",
 		  "Node-ids given up because the origin called their files stale.",
 		  rc.reclaimed);
+		M("nodes_reclaim_aborted_total", "counter",
+		  "Reclaim passes that gave nothing back: the origin's root or too many of its answers did not look right.",
+		  rc.aborted);
 		if (gw->md) {
 			struct nodes_md_stats ms;
 
@@ -368,12 +372,14 @@ static void ctl_reclaim(struct gw *gw, FILE *out)
 		fprintf(out, "error: reclaim: %s\n", strerror(-ret));
 	else
 		fprintf(out, "checked %llu held %llu reclaimed %llu "
-			"unanswered %llu entries %llu\n",
+			"unanswered %llu kept %llu entries %llu%s%s\n",
 			(unsigned long long)r.checked,
 			(unsigned long long)r.held,
 			(unsigned long long)r.reclaimed,
 			(unsigned long long)r.errors,
-			(unsigned long long)r.entries);
+			(unsigned long long)r.kept,
+			(unsigned long long)r.entries,
+			r.aborted ? " aborted: " : "", r.aborted ? r.why : "");
 }
 
 static void serve_client(struct gw *gw, int fd)

@@ -19,6 +19,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "nodes.h"
 
 /* A drain gives up after this long: it holds one of the GW_CTL_THREADS
  * control threads meanwhile. */

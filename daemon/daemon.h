@@ -1,6 +1,6 @@
 /* daemon.h - the process around the request path (daemon/): start-up and
  * options, signals and the bounded stop, the control socket, the metrics
- * endpoint. Above gateway/ (whose gw_i.h it includes); nothing below
+ * endpoint. Above gateway/ (whose gateway.h it includes); nothing below
  * includes this.
  *
  * main.c:     command line, daemon start-up, session loop, teardown.
@@ -10,11 +10,15 @@
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
  * origin_root.c: the export's root handle kept for offline starts.
+ * takeover.c: one connection served by one process after another: an
+ *             upgrade in place, a successor's start (doc/takeover.md).
+ * supervise.c: -o supervise: a supervisor that keeps the connection and
+ *             starts a successor when the serving process dies.
  */
 #ifndef CACHEGW_DAEMON_H
 #define CACHEGW_DAEMON_H
 
-#include "gw_i.h"
+#include "gateway.h"
 
 /* ---- opts.c ---- */
 /* 0, 1 (help or version printed: exit 0), -1 (a one-line reason on
@@ -55,9 +59,6 @@ bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
 /* Before the loop: the first process reads, keeps and serves the INIT;
  * a successor replays the kept one. */
 int gw_takeover_init(struct gw *gw, bool successor);
-/* A successor: the open files and directories of the state; after a
- * crash, COMMIT what the dead process wrote. */
-int gw_takeover_adopt(struct gw *gw);
 /* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
 int gw_takeover_resend(struct gw *gw);
 void gw_takeover_serving(struct gw *gw, bool successor);

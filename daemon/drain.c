@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "lockcheck.h"
 
 #define WAKE_SIGNAL SIGUSR2
 #define KICK_NS (100 * 1000000L)

@@ -20,6 +20,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "nodes.h"
 
 #define EXIT_USAGE 2
 
@@ -220,7 +221,7 @@ static int open_cache(struct gw *gw)
 	if (ns.skipped_bytes)
 		gw_log("node-id table: %llu damaged bytes skipped",
 		       (unsigned long long)ns.skipped_bytes);
-	/* What was known of the files (remember.c): a cache; one that
+	/* What was known of the files (kept_md.c): a cache; one that
 	 * cannot be opened is logged, and the gateway runs without. */
 	gw->md_epoch = gw_md_now_ns();
 	ret = nodes_md_open(gw->o->cache_dir, ns.generation, &gw->md, err,
@@ -266,7 +267,7 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 	char err[256];
 	bool handed = false;
 
-	/* What a successor needs, kept from the start (takeover.h). */
+	/* What a successor needs, kept from the start (gw_state.h). */
 	if (gw.successor ? gw_state_open(fds[1], err, sizeof(err)) :
 			   (snprintf(err, sizeof(err), "cannot make the "
 				     "takeover state"), gw_state_create())) {
@@ -286,13 +287,10 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		goto out_cache;
 	if (open_origin(&gw))
 		goto out_cache;
-	if (gw_itable_init(&gw.it, nfsc_root(gw.nfs))) {
+	if (gw_gateway_init(&gw)) {
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_nfs;
 	}
-	/* The root's kept attributes and ACCESS answers, as every new
-	 * inode gets them (remember.c); no request runs yet. */
-	gw_md_attach(&gw, gw.it.root);
 	/* 2. the FUSE session and the mount */
 	if (add_mount_opts(o)) {
 		fprintf(stderr, "cachegw: out of memory\n");

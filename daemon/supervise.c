@@ -4,7 +4,7 @@
  * becomes a small supervisor: it runs no thread and serves nothing. It
  * forks the serving process, which mounts and, once it has the
  * connection's INIT, passes the /dev/fuse descriptor and the takeover
- * state (takeover.h) back over a socketpair. The supervisor's copies keep
+ * state (gw_state.h) back over a socketpair. The supervisor's copies keep
  * the connection alive (the kernel ends it when its last descriptor
  * closes); when the serving process dies of a signal (kill -9, abort,
  * the OOM killer) it forks a successor on them (gw_run with the
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "takeover.h"
+#include "gw_state.h"
 
 #define CRASH_WINDOW_S 60
 #define CRASH_MAX 5

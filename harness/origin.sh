@@ -330,15 +330,19 @@ origin_url() {
 	fi
 }
 
-# origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT
+# origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT [SQUASH]
 # Exports EXPORT_DIR as /NAME (NFSv3 mounts by pseudo path). Sets, with
 # N=${NAME^^}: N_URL (export URL), N_PID, N_DIR (exported dir), N_LOG,
-# N_STATE (per-instance dir holding config, log, recovery state).
+# N_STATE (per-instance dir holding config, log, recovery state). SQUASH
+# is ganesha's Squash of the export: No_Root_Squash (the default) or
+# Root_Squash (uid 0 becomes the anonymous uid 65534 at the origin).
 origin_start() {
-	local name=$1 dir=$2 nport=$3 mport=$4
+	local name=$1 dir=$2 nport=$3 mport=$4 squash=${5:-No_Root_Squash}
 	local up state conf log pid i url
-	if [ $# -ne 4 ] || [[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]]; then
-		hlog "usage: origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT"
+	if [ $# -lt 4 ] || [ $# -gt 5 ] ||
+		[[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] ||
+		[[ ! $squash =~ ^(No_Root_Squash|Root_Squash)$ ]]; then
+		hlog "usage: origin_start NAME EXPORT_DIR NFS_PORT MNT_PORT [No_Root_Squash|Root_Squash]"
 		return 2
 	fi
 	up=$(_upper "$name")
@@ -381,7 +385,7 @@ origin_start() {
 		Path = "$dir";
 		Pseudo = "/$name";
 		Access_Type = RW;
-		Squash = No_Root_Squash;
+		Squash = $squash;
 		SecType = sys;
 		Protocols = 3, 4;
 		Transports = TCP;

@@ -270,8 +270,14 @@ static int create_issue(struct rpc_context *rpc, struct nfsc_req *r)
 
 	memset(&a, 0, sizeof(a));
 	where_set(&a.where, r);
-	a.how.mode = r->u.mk.exclusive ? GUARDED : UNCHECKED;
-	sattr3_set(&a.how.createhow3_u.obj_attributes, &r->sa);
+	if (r->u.mk.verf_set) {
+		a.how.mode = EXCLUSIVE;
+		memcpy(a.how.createhow3_u.verf, r->u.mk.verf,
+		       sizeof(a.how.createhow3_u.verf));
+	} else {
+		a.how.mode = r->u.mk.exclusive ? GUARDED : UNCHECKED;
+		sattr3_set(&a.how.createhow3_u.obj_attributes, &r->sa);
+	}
 	r->proc = NFS3_CREATE;
 	r->decode = create_decode;
 	return rpc_nfs3_create_async(rpc, nfsc_reply, &a, r);
@@ -350,6 +356,24 @@ int nfsc_create_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		return err;
 	r->u.mk.exclusive = exclusive;
 	return created_submit(n, conn, r, sa, out);
+}
+
+int nfsc_create_verf_async(struct nfsc *n, int conn,
+			   const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, const char *name,
+			   const uint8_t verf[8], struct nfsc_created *out,
+			   nfsc_cb cb, void *priv)
+{
+	int err;
+	struct nfsc_req *r = name_req(n, cr, dir, name, create_issue, cb,
+				      priv, &err);
+
+	if (!r)
+		return err;
+	r->u.mk.exclusive = true;
+	r->u.mk.verf_set = true;
+	memcpy(r->u.mk.verf, verf, sizeof(r->u.mk.verf));
+	return created_submit(n, conn, r, NULL, out);
 }
 
 int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,

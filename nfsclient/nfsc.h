@@ -347,6 +347,17 @@ int nfsc_create_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *dir, const char *name,
 		      const struct nfsc_sattr *sa, bool exclusive,
 		      struct nfsc_created *out, nfsc_cb cb, void *priv);
+/* CREATE a regular file EXCLUSIVE with verifier verf (NFSv3 createverf3):
+ * the origin keeps verf with the file (in its atime and mtime, as a rule)
+ * and answers a repeat with the same verifier as done, with that file;
+ * any other existing file fails -EEXIST. No attributes are set: SETATTR
+ * them after (which also replaces the verifier), as the kernel's NFS
+ * client does. */
+int nfsc_create_verf_async(struct nfsc *n, int conn,
+			   const struct nfsc_cred *cr,
+			   const struct nfsc_fh *dir, const char *name,
+			   const uint8_t verf[8], struct nfsc_created *out,
+			   nfsc_cb cb, void *priv);
 int nfsc_mkdir_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		     const struct nfsc_fh *dir, const char *name,
 		     const struct nfsc_sattr *sa, struct nfsc_created *out,
@@ -415,6 +426,12 @@ int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *dir, const char *name,
 		const struct nfsc_sattr *sa, bool exclusive,
 		struct nfsc_created *out);
+/* again: the repeat of a create sent before with the same verifier (to
+ * learn whether it made the file): fault injection does not hold it. */
+int nfsc_create_verf(struct nfsc *n, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     const uint8_t verf[8], bool again,
+		     struct nfsc_created *out);
 int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name,
 	       const struct nfsc_sattr *sa, struct nfsc_created *out);

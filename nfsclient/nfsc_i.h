@@ -3,6 +3,8 @@
  * pool.c:  connections, mount, service threads, submission queues.
  * calls.c: one request type per NFSv3 procedure: argument building, reply
  *          decoding (every reply passes nfsc_reply), nfsstat3 -> errno.
+ * calls_write.c: the same for the procedures that change the origin
+ *          (SETATTR, WRITE, COMMIT, CREATE ... RENAME).
  * sync.c:  sync helpers made from the async calls plus a stack waiter.
  * origin.c: the origin lost and back (offline=): probes, fail-fast.
  * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
@@ -81,6 +83,8 @@ struct nfsc_req {
 		struct {
 			bool exclusive; enum nfsc_type type;
 			uint32_t major, minor;
+			bool verf_set;	/* CREATE EXCLUSIVE with verf */
+			uint8_t verf[8];
 		} mk;
 	} u;
 	struct nfsc_post *post;		/* SETATTR, WRITE, COMMIT, LINK */
@@ -172,6 +176,19 @@ void nfsc_origin_stop(struct nfsc *n);
 void nfsc_origin_free(struct nfsc *n);
 /* An RPC reply came (any status): the origin answers. */
 void nfsc_origin_answered(struct nfsc *n);
+/* The watcher's decisions at now (CLOCK_MONOTONIC ns), given last, the
+ * stamp of the last answer; no clock read, no I/O, so a test can drive
+ * them. A probe is due after a second without an answer and without a
+ * probe. nfsc_origin_look makes the change it returns (lost,
+ * lost_since_ns, the counters); its caller logs it. Watcher thread only. */
+enum nfsc_origin_change {
+	NFSC_ORIGIN_SAME = 0,
+	NFSC_ORIGIN_LOST,		/* quiet for opts.offline seconds */
+	NFSC_ORIGIN_BACK,		/* an answer since it was lost */
+};
+bool nfsc_origin_probe_due(uint64_t now, uint64_t last, uint64_t last_probe);
+enum nfsc_origin_change nfsc_origin_look(struct nfsc *n, uint64_t now,
+					 uint64_t last);
 /* Queue r, or fail it at once with -EHOSTDOWN while the origin is lost
  * (idempotent calls only); frees r when it is not queued. */
 int nfsc_submit_idem(struct nfsc *n, int conn, struct nfsc_req *r);

@@ -96,44 +96,74 @@ static void probe(struct nfsc *n)
 		probe_done(ret, p);
 }
 
+/* Nanoseconds without an answer at now. A service thread may stamp an
+ * answer after the watcher read the clock and before it loaded the stamp:
+ * last is then a little after now, and that is an answer just now, not
+ * 2^64 ns of quiet (that took the origin for lost: a log line, and
+ * idempotent calls refused with EHOSTDOWN until the next answer). */
+static uint64_t quiet_ns(uint64_t now, uint64_t last)
+{
+	return now > last ? now - last : 0;
+}
+
+bool nfsc_origin_probe_due(uint64_t now, uint64_t last, uint64_t last_probe)
+{
+	return quiet_ns(now, last) >= 1000000000u &&
+	       now - last_probe >= 1000000000u;
+}
+
+enum nfsc_origin_change nfsc_origin_look(struct nfsc *n, uint64_t now,
+					 uint64_t last)
+{
+	const uint64_t limit = (uint64_t)n->opts.offline * 1000000000u;
+	bool lost = __atomic_load_n(&n->lost, __ATOMIC_RELAXED);
+
+	if (!lost && quiet_ns(now, last) >= limit) {
+		n->lost_since_ns = last;
+		__atomic_store_n(&n->lost, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&n->lost_total, 1, __ATOMIC_RELAXED);
+		return NFSC_ORIGIN_LOST;
+	}
+	if (lost && last > n->lost_since_ns) {
+		__atomic_store_n(&n->lost, 0, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&n->back_total, 1, __ATOMIC_RELAXED);
+		return NFSC_ORIGIN_BACK;
+	}
+	return NFSC_ORIGIN_SAME;
+}
+
 static void *watch_thread(void *arg)
 {
 	struct nfsc *n = arg;
-	const uint64_t limit = (uint64_t)n->opts.offline * 1000000000u;
 	uint64_t last_probe = 0;
 
 	pthread_mutex_lock(&n->watch_lock);
 	while (!n->watch_stop) {
 		uint64_t now = nfsc_now_ns(), last;
-		bool lost;
 
 		pthread_mutex_unlock(&n->watch_lock);
 		last = __atomic_load_n(&n->last_answer_ns, __ATOMIC_RELAXED);
-		lost = __atomic_load_n(&n->lost, __ATOMIC_RELAXED);
-		if (now - last >= 1000000000u &&
-		    now - last_probe >= 1000000000u) {
+		if (nfsc_origin_probe_due(now, last, last_probe)) {
 			probe(n);
 			last_probe = now;
 		}
-		if (!lost && now - last >= limit) {
-			n->lost_since_ns = last;
-			__atomic_store_n(&n->lost, 1, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&n->lost_total, 1,
-					   __ATOMIC_RELAXED);
+		switch (nfsc_origin_look(n, now, last)) {
+		case NFSC_ORIGIN_LOST:
 			fprintf(stderr, "cachegw: origin %s lost: no answer "
 				"for %.1f s (offline=%u): serving what the "
 				"cache holds; what it does not hold fails at "
 				"once (EHOSTDOWN); changes wait (hard) or "
 				"fail (soft)\n", n->server,
 				(double)(now - last) / 1e9, n->opts.offline);
-		} else if (lost && last > n->lost_since_ns) {
-			__atomic_store_n(&n->lost, 0, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&n->back_total, 1,
-					   __ATOMIC_RELAXED);
+			break;
+		case NFSC_ORIGIN_BACK:
 			fprintf(stderr, "cachegw: origin %s back after %.1f s "
 				"without an answer: revalidating again\n",
 				n->server,
 				(double)(last - n->lost_since_ns) / 1e9);
+			break;
+		case NFSC_ORIGIN_SAME:
+			break;
 		}
 		pthread_mutex_lock(&n->watch_lock);
 		if (!n->watch_stop)

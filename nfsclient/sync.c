@@ -530,6 +530,20 @@ int nfsc_create(struct nfsc *n, const struct nfsc_cred *cr,
 				      nfsc_waiter_done, &w));
 }
 
+int nfsc_create_verf(struct nfsc *n, const struct nfsc_cred *cr,
+		     const struct nfsc_fh *dir, const char *name,
+		     const uint8_t verf[8], bool again,
+		     struct nfsc_created *out)
+{
+	if (again)	/* changes nothing: never held */
+		SYNC_CALL(nfsc_create_verf_async(n, -1, cr, dir, name, verf,
+						 out, nfsc_waiter_done, &w));
+	nfsc_inject_create_delay(n);
+	SYNC_CHANGE("CREATE",
+		    nfsc_create_verf_async(n, -1, cr, dir, name, verf, out,
+					   nfsc_waiter_done, &w));
+}
+
 int nfsc_mkdir(struct nfsc *n, const struct nfsc_cred *cr,
 	       const struct nfsc_fh *dir, const char *name,
 	       const struct nfsc_sattr *sa, struct nfsc_created *out)

@@ -1,9 +1,10 @@
 /* fuzz_md_log: the input is cache_dir/md.log, what the gateway kept of
- * its files: records (nodes/md.c) and what they mean (gateway/remember.c:
- * attributes, ACCESS answers, names, whole listings, link targets). It is
+ * its files: records (nodes/md.c) and what they mean (gateway/keep/:
+ * kept_md.c attributes, ACCESS answers, link targets; kept_names.c names,
+ * whole listings and their readers). It is
  * opened as the gateway opens it at start (after a stop that was not
  * clean only the ACCESS answers stay: gw_md_unclean), then every reader
- * of remember.c runs on node-ids 1..40 as a restarted gateway would (online
+ * of keep/ runs on node-ids 1..40 as a restarted gateway would (online
  * and offline); then records are written as the gateway writes them,
  * md.log closed and reopened: what was written must be there, and the
  * close must have left it clean. The node-id table beside it holds
@@ -11,7 +12,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "gw_i.h"
+#include "keep_i.h"
 #include "nodes_i.h"
 
 #define IDS 40
@@ -72,6 +73,7 @@ static void read_node(uint64_t id)
 	struct nfsc_dirlist l;
 	struct nfsc_attr a, ver;
 	struct gw_access acc;
+	struct timespec *at;
 	struct nodes_md_rec r[8];
 	char link[NODES_MD_BLOB_MAX + 1];
 	uint64_t child;
@@ -84,17 +86,25 @@ static void read_node(uint64_t id)
 	FZ_CHECK(nodes_md_get(gw.md, id, r, 8) <= 8);
 	FZ_CHECK(nodes_md_get_dents(gw.md, id, r, 4) <= 5);
 	for (int offline = 0; offline < 2; offline++) {
-		if (gw_md_listing(&gw, &ino, NULL, offline, &l) == 0) {
-			FZ_CHECK(l.n >= 2 && l.n <= l.cap);
+		if (gw_md_listing(&gw, &ino, NULL, offline, &l, &at) == 0) {
+			FZ_CHECK(l.n >= 2 && l.n <= l.cap && at);
 			for (size_t i = 0; i < l.n; i++)
 				FZ_CHECK(l.ents[i].name &&
-					 l.ents[i].fh.len <= NFSC_FH_MAX);
+					 l.ents[i].fh.len <= NFSC_FH_MAX &&
+					 at[i].tv_nsec >= 0 &&
+					 at[i].tv_nsec < 1000000000);
 			nfsc_dirlist_free(&l);
+			free(at);
 		}
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			(void)gw_md_kept_child(&gw, &ino, names[i], offline,
+					       &child);
 	}
 	if (gw_md_listing_version(&gw, &ino, &ver) &&
-	    gw_md_listing(&gw, &ino, &ver, false, &l) == 0)
+	    gw_md_listing(&gw, &ino, &ver, false, &l, &at) == 0) {
 		nfsc_dirlist_free(&l);
+		free(at);
+	}
 	(void)gw_md_listed_whole(&gw, &ino);
 	if (gw_md_link_any(&gw, id, link, sizeof(link)) == 0)
 		FZ_CHECK(strlen(link) < sizeof(link));
@@ -102,6 +112,7 @@ static void read_node(uint64_t id)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		(void)gw_md_dent_any(&gw, id, names[i], &child);
 	(void)gw_md_access_any(&gw, id, 1000, 1000, 0, &acc);
+	(void)gw_md_reader_any(&gw, id, 1000, 1000, 0, &acc);
 	/* Freed: its attributes are kept again. */
 	gw_md_keep_inode(&gw, &ino);
 	pthread_mutex_destroy(&ino.lock);

@@ -1,6 +1,7 @@
 /* fuzz_seeds: writes the seed corpus of the fuzz targets, small valid
  * files made by the real writers (nodes/, cache/, the gateway's
- * remember.c, silly.c, handlekey.c and daemon/origin_root.c), and the
+ * keep/kept_md.c, keep/kept_names.c, keep/silly.c, inode/handlekey.c and
+ * daemon/origin_root.c), and the
  * damaged ones kept as regressions, into OUTDIR/<target>/:
  *
  *   fuzz_seeds OUTDIR        (tests/fuzz/corpus is committed)
@@ -8,12 +9,16 @@
  * The node-id table's generation and an object's salt are random, so two
  * runs differ in those bytes; each seed is as good as any other.
  */
+#include <endian.h>
 #include <errno.h>
 #include <time.h>
+
+#include <xxhash.h>
 
 #include "fuzz.h"
 #include "cache.h"
 #include "daemon.h"
+#include "keep_i.h"
 
 static const char *out_root;
 
@@ -112,7 +117,7 @@ static void md_open(void)
 }
 
 /* An empty directory (nodeid 6) listed whole, then its count of names
- * damaged: the regression seed of an n of 0xFFFFFFFF (remember.c). */
+ * damaged: the regression seed of an n of 0xFFFFFFFF (kept_names.c). */
 static void md_listing_damaged(uint32_t n, const char *seed)
 {
 	struct nodes_md_rec r;
@@ -316,6 +321,23 @@ static void small_seeds(void)
 
 	FZ_CHECK(gw_handle_key_load(&g, fz_dir(), 1000) == 0);
 	keep("handle-key", "fuzz_handle_key", "made", SIZE_MAX);
+	/* The older format a start rewrites (CGWHKEY1: magic, seed,
+	 * cutover, XXH3-64 of the 24 bytes before, little-endian), as test
+	 * 76's tests/reexport/handlekey_v1 writes it. */
+	{
+		uint8_t b[32];
+		uint64_t v;
+
+		memcpy(b, "CGWHKEY1", 8);
+		v = htole64(0x0123456789abcdefull);
+		memcpy(b + 8, &v, 8);
+		v = htole64(500);
+		memcpy(b + 16, &v, 8);
+		v = htole64(XXH3_64bits(b, 24));
+		memcpy(b + 24, &v, 8);
+		fz_write("handle-key", b, sizeof(b));
+		keep("handle-key", "fuzz_handle_key", "v1", SIZE_MAX);
+	}
 	clear();
 }
 

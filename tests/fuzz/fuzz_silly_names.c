@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "gw_i.h"
+#include "keep_i.h"
 
 #define FILE_MAX (1u << 20)
 

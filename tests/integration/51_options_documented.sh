@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw(8) is the one reference for options (issue 23, item 1): the man page names every option the gateway accepts (its fuse_opt table in daemon/opts.c) and no option it does not; `cachegw --help` names every option that takes effect. The check is shown to fail on an option added to the code only, an option named in the man page only, and one dropped from --help.
+# cachegw(8) is the one reference for options: the man page names every option the gateway accepts (its fuse_opt table in daemon/opts.c) and no option it does not; `cachegw --help` names every option that takes effect. The check is shown to fail on an option added to the code only, an option named in the man page only, and one dropped from --help.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 77; }

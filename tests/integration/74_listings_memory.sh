@@ -1,5 +1,5 @@
 #!/bin/bash
-# 10 concurrent listings of a 100,000-entry directory are each complete and equal, and take less than 128 MiB of peak RSS more than one listing did (they share one snapshot; one copy per open took ~250 B per entry per open: +9 copies); 50 x 200,000 measured by hand (doc/performance.md); a directory held open while it changes does not keep a new open from the new version; with dir_max_entries=1000 a 1,100-entry directory fails to open with EFBIG and a log line while a 900-entry one lists.
+# 10 concurrent listings of a 100,000-entry directory are each complete and equal, and take less than 128 MiB of peak RSS more than one listing did (they share one snapshot; one copy per open took ~250 B per entry per open: +9 copies); 50 x 200,000 measured by hand (doc/how-it-works.md); a directory held open while it changes does not keep a new open from the new version; with dir_max_entries=1000 a 1,100-entry directory fails to open with EFBIG and a log line while a 900-entry one lists.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 

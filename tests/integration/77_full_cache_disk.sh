@@ -1,5 +1,5 @@
 #!/bin/bash
-# A full cache disk does not make CREATE lie (issue 21, item 4): with the cache directory's file system full, creates through the gateway either succeed (the file is at the origin and reads back) or fail with ENOSPC having made nothing at the origin; never "No space left on device" for a file the origin now has. Freed space: creates work again, and everything made survives a restart.
+# A full cache disk does not make CREATE lie: with the cache directory's file system full, creates through the gateway either succeed (the file is at the origin and reads back) or fail with ENOSPC having made nothing at the origin; never "No space left on device" for a file the origin now has. Freed space: creates work again, and everything made survives a restart.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 

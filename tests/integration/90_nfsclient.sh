@@ -1,5 +1,5 @@
 #!/bin/bash
-# nfsclient/ on its own against a real origin (issue 23, item 3): tests/unit/nfsc_origin_test (C, no mocks) refuses bad URLs and exports with a reason, round-trips LOOKUP, GETATTR, CREATE, WRITE+COMMIT, READ, READDIRPLUS, SETATTR, ACCESS and REMOVE with bytes and names checked in the export's directory, maps errors to errno (ENOENT, EEXIST, ESTALE, EACCES) and counts calls by procedure.
+# nfsclient/ on its own against a real origin: tests/unit/nfsc_origin_test (C, no mocks) refuses bad URLs and exports with a reason, round-trips LOOKUP, GETATTR, CREATE, WRITE+COMMIT, READ, READDIRPLUS, SETATTR, ACCESS and REMOVE with bytes and names checked in the export's directory, maps errors to errno (ENOENT, EEXIST, ESTALE, EACCES) and counts calls by procedure.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 bin=$(dirname "$CACHEGW")/../tests/unit/nfsc_origin_test

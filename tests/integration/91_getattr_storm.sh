@@ -1,5 +1,5 @@
 #!/bin/bash
-# A stat storm on one file asks a far origin once, not once per caller (issue 20, item 4): with the attribute cache off (actimeo=0) and the origin 200 ms away, 32 processes that stat the same file at once make at most a few GETATTRs (before: about 32); every one of them gets the file's size as it is; a change at the origin is seen by the next storm; a caller killed while waiting on a shared GETATTR ends at once.
+# A stat storm on one file asks a far origin once, not once per caller: with the attribute cache off (actimeo=0) and the origin 200 ms away, 32 processes that stat the same file at once make at most a few GETATTRs (before: about 32); every one of them gets the file's size as it is; a change at the origin is seen by the next storm; a caller killed while waiting on a shared GETATTR ends at once.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# fill_behind= (issue 20, item 7): a cache disk slower than the origin (CACHEGW_INJECT_CACHE_SLOW holds each cache write's completion 100 ms). With fill_behind=skip a cold read of 128 MiB is not held to the disk: fills the disk cannot take are dropped and counted (cache_fills_behind_bytes_total, fill_queue_skipped_bytes_total), the bytes read are the origin's, and a second read fetches what was not cached from the origin again (READ bytes moved), bytes equal. With the default (wait) nothing is dropped: after the read every byte is cached.
+# fill_behind=: a cache disk slower than the origin (CACHEGW_INJECT_CACHE_SLOW holds each cache write's completion 100 ms). With fill_behind=skip a cold read of 128 MiB is not held to the disk: fills the disk cannot take are dropped and counted (cache_fills_behind_bytes_total, fill_queue_skipped_bytes_total), the bytes read are the origin's, and a second read fetches what was not cached from the origin again (READ bytes moved), bytes equal. With the default (wait) nothing is dropped: after the read every byte is cached.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 

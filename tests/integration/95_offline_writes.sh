@@ -1,5 +1,5 @@
 #!/bin/bash
-# offline= never takes a change as done while the origin is away (issue 20, item 5): with the origin stopped and called lost, on a hard mount a new file written with fsync and an fsync'ed append to a cached file both wait (neither has returned after 4 s, nothing reached the origin) and, once the origin is back, complete with their bytes at the origin; on a soft mount (timeo=10,retrans=1) a create while the origin is away fails with an error instead of being taken.
+# offline= never takes a change as done while the origin is away: with the origin stopped and called lost, on a hard mount a new file written with fsync and an fsync'ed append to a cached file both wait (neither has returned after 4 s, nothing reached the origin) and, once the origin is back, complete with their bytes at the origin; on a soft mount (timeo=10,retrans=1) a create while the origin is away fails with an error instead of being taken.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; harness_cleanup' EXIT

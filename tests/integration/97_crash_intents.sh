@@ -1,5 +1,5 @@
 #!/bin/bash
-# A crash between the origin's change and the caller's answer (issue 22, item 2): a supervised gateway whose serving process is killed (SIGKILL) while it holds a change the origin has already done (fault injection CACHEGW_INJECT_CHANGE_HOLD: the window a real crash hits by chance) leaves the kernel to resend that request to the successor (FUSE_NOTIFY_RESEND), which finds the change done and must answer it as done (intent keys, gateway/intent.c). For each of mkdir, an O_EXCL create, symlink, link, rename, unlink, rmdir and mkfifo, one after the other, each in a new serving process: the caller's one call returns 0 (a repeat at the origin alone would fail with EEXIST or ENOENT), and the origin and the mount show the change made once. Then an O_EXCL create of a name someone else made at the origin still fails with EEXIST; and an upgrade in place of a mount whose cache_dir path is longer than a socket address (108 bytes) takes over (exit 0, a new serving process).
+# A crash between the origin's change and the caller's answer: a supervised gateway whose serving process is killed (SIGKILL) while it holds a change the origin has already done (fault injection CACHEGW_INJECT_CHANGE_HOLD: the window a real crash hits by chance) leaves the kernel to resend that request to the successor (FUSE_NOTIFY_RESEND), which finds the change done and must answer it as done (intent keys, gateway/keep/intent.c). For each of mkdir, an O_EXCL create, symlink, link, rename, unlink, rmdir and mkfifo, one after the other, each in a new serving process: the caller's one call returns 0 (a repeat at the origin alone would fail with EEXIST or ENOENT), and the origin and the mount show the change made once; so does uid 1001's O_EXCL create, but one whose name became another user's 0600 file before the repeat fails with EEXIST (the repeat takes only the file it made: its EXCLUSIVE verifier). Then an O_EXCL create of a name someone else made at the origin still fails with EEXIST; and an upgrade in place of a mount whose cache_dir path is longer than a socket address (108 bytes) takes over (exit 0, a new serving process).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 harness_require_inspect
@@ -14,6 +14,7 @@ mkdir -p "$data/t"
 echo target >"$data/t/gone"
 echo moved >"$data/t/from"
 mkdir "$data/t/empty"
+mkdir -m 1777 "$data/pub"
 test_origin "$data"
 # Each serving process holds the first change it has made at the origin
 # (the successor's repeat of the dead one's fails there, and is not held)
@@ -23,7 +24,7 @@ test_origin "$data"
 n=0
 mount_holding() {
 	CACHEGW_INJECT_CHANGE_HOLD=1:1 CACHEGW_INJECT_RELEASE=$work/release \
-		test_mount supervise
+		test_mount supervise,allow_other
 	gw_register_serving "$cdir"
 	n=0
 }
@@ -58,27 +59,30 @@ wait_successor() {
 	return 1
 }
 
-# crash_during OP ARGS...: run OP through the mount; once its change is
-# done at the origin and held, SIGKILL the serving process; OP must
-# return 0.
+# crash_during OP ARGS...: run OP through the mount (as AS=(setpriv ...),
+# if set); once its change is done at the origin and held, run the
+# function between (if set), SIGKILL the serving process; OP must return
+# $want (0: "ok", the default).
+AS=() want=ok between=
 crash_during() {
 	local op=$1 pid p out
 	shift
 	n=$((n + 1))
-	timeout 60 "$PY" "$work/op.py" "$op" "$@" >"$work/op.$n" 2>&1 &
+	timeout 60 "${AS[@]}" "$PY" "$work/op.py" "$op" "$@" >"$work/op.$n" 2>&1 &
 	pid=$!
 	if ! log_wait "$GW_LOG" 'done at the origin, held' "$n"; then
 		bad "$op: the gateway held no change ($(tail -n 3 "$GW_LOG" | tr '\n' ' '))"
 		wait "$pid"
 		return 1
 	fi
+	[ -z "$between" ] || "$between"
 	p=$(gw_serving "$cdir")
 	kill -KILL "$p" 2>/dev/null || bad "$op: no serving process '$p' to kill"
 	wait_successor "$p" || bad "$op: the supervisor started no successor"
 	gw_register_serving "$cdir"
 	wait "$pid"
 	out=$(cat "$work/op.$n")
-	[ "$out" = ok ] || bad "$op $*: the caller got '$out' after the crash, not success"
+	[ "$out" = "$want" ] || bad "$op $*: the caller got '$out' after the crash, not '$want'"
 }
 
 step "mkdir"
@@ -125,6 +129,31 @@ step "mkfifo"
 crash_during mkfifo "$mnt/t/p1"
 [ -p "$data/t/p1" ] || bad "mkfifo: no fifo t/p1 at the origin"
 [ -p "$mnt/t/p1" ] || bad "mkfifo: no fifo t/p1 through the mount"
+
+# A repeated O_EXCL create opens only the file it made: not one that took
+# the name meanwhile (EEXIST, as a local file system answers), and that
+# one only as any open would.
+step "a new mount (the supervisor's limit of deaths)"
+unmount_gateway || bad "the second mount did not stop cleanly"
+mount_holding
+test_require_cmd setpriv
+AS=(setpriv --reuid 1001 --regid 1001 --clear-groups --)
+
+step "O_EXCL create as uid 1001"
+crash_during creat_excl "$mnt/pub/mine"
+[ "$(stat -c '%u %a' "$data/pub/mine" 2>&1)" = "1001 644" ] || bad "O_EXCL create as 1001: pub/mine at the origin is '$(stat -c '%u %a' "$data/pub/mine" 2>&1)', want '1001 644'"
+
+step "O_EXCL create whose name is someone else's 0600 file by the repeat"
+theirs() {
+	rm -f "$data/pub/x1"
+	echo "uid 1000's secret" >"$data/pub/x1"
+	chown 1000:1000 "$data/pub/x1"
+	chmod 0600 "$data/pub/x1"
+}
+between=theirs want=EEXIST crash_during creat_excl "$mnt/pub/x1"
+[ "$(stat -c '%u %a' "$data/pub/x1")" = "1000 600" ] && [ "$(cat "$data/pub/x1")" = "uid 1000's secret" ] ||
+	bad "pub/x1 at the origin changed: $(stat -c '%u %a' "$data/pub/x1") '$(cat "$data/pub/x1")'"
+AS=()
 
 # A key is for the request that was cut off, not for the name: someone
 # else's file under a name still fails an O_EXCL create.

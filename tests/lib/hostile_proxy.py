@@ -17,6 +17,12 @@ would send them. Calls pass unchanged; so does every reply not chosen.
                   lying about a file the client already knows.
   --count-file F  F holds "PROC count" lines of the calls forwarded,
                   rewritten after each reply.
+  --stale-file F  while F exists, replies to GETATTR, LOOKUP, ACCESS,
+                  READLINK, READ, READDIR and READDIRPLUS say
+                  NFS3ERR_STALE (an origin failing over, or an export
+                  whose file system is not mounted yet), except a GETATTR
+                  of a file id that F lists (one a line: e.g. the root's,
+                  for an origin that lost a file system below the root).
 Prints "ready" once listening.
 """
 import argparse
@@ -39,6 +45,11 @@ HOSTILE_NAMES = {b"hostile_slash": b"a/b", b"hostile_empty": b"",
                  b"hostile_dot": b".", b"hostile_dotdot": b"..",
                  b"hostile_long": b"L" * 256}
 FATTR3 = 84
+NFS3ERR_STALE = 70
+# Procedures --stale-file fails, and the bytes of their failure results
+# after the status (GETATTR: none; the others: a post_op_attr saying no).
+STALE_BODY = {1: b"", 3: b"\0" * 4, 4: b"\0" * 4, 5: b"\0" * 4,
+              6: b"\0" * 4, 16: b"\0" * 4, 17: b"\0" * 4}
 
 args = None
 counts = {}
@@ -136,10 +147,34 @@ def rewrite_sizes(rec, off, pairs):
     return bytes(b) if b is not None else rec
 
 
+def stale_spared():
+    """None while the origin tells the truth, else the file ids spared."""
+    try:
+        with open(args.stale_file) as f:
+            return {int(x) for x in f.read().split()}
+    except (OSError, ValueError):
+        return None
+
+
+def rewrite_stale(proc, rec, off):
+    spared = stale_spared()
+    if spared is None or proc not in STALE_BODY:
+        return rec
+    # A GETATTR that succeeded: its fattr3's fileid at +52.
+    if proc == 1 and u32(rec, off) == 0 and \
+            struct.unpack_from(">Q", rec, off + 4 + 52)[0] in spared:
+        return rec
+    return rec[:off] + struct.pack(">I", NFS3ERR_STALE) + STALE_BODY[proc]
+
+
 def rewrite(proc, rec):
     off = reply_results(rec)
     if off is None:
         return rec
+    if args.stale_file:
+        new = rewrite_stale(proc, rec, off)
+        if new is not rec:
+            return new
     if args.names and proc in (16, 17):
         rec = rewrite_readdir(rec, off, proc == 17)
     elif args.readlink and proc == 5:
@@ -217,6 +252,7 @@ def main():
     p.add_argument("--size", type=size_arg, action="append", default=[])
     p.add_argument("--size-file")
     p.add_argument("--count-file")
+    p.add_argument("--stale-file")
     args = p.parse_args()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,15 +1,19 @@
-/* gw_extents_test: the write path's bookkeeping (gateway/write_extents.c)
+/* gw_extents_test: the write path's bookkeeping (gateway/write/write_extents.c)
  * on its own: which extents a COMMIT's verifier shows lost (a changed
  * verifier, or WRITEs of one extent that gave two), the oldest of them
  * from which the resend runs (extents newer than the COMMIT are not
  * judged by it), unlisting a committed tail and its bytes, the verifier
  * and newest attributes of a range's WRITE replies (a piece that wrote
- * nothing vouches for nothing), and a pre-op version that is neither the
- * one known nor another piece's result: someone else's change. */
+ * nothing vouches for nothing), a pre-op version that is neither the
+ * one known nor another piece's result: someone else's change, and what a
+ * writer's record says for a successor after a crash: the list's
+ * verifier, MIXED once a second one joins it (in either order, or from
+ * another record), lost when a COMMIT answers another. */
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
+#include "gw_state.h"
 #include "write_i.h"
 
 static const uint8_t VA[8] = "verf-A!", VB[8] = "verf-B!";
@@ -123,6 +127,59 @@ int main(void)
 	CHECK(!wr_wcc_foreign(NULL, ch, 2, 0));	/* nothing to judge by */
 	ch[0].post.has_pre = false;
 	CHECK(!wr_wcc_foreign(&k, ch, 2, 0));
+
+	/* A writer's record: nothing listed, nothing lost. */
+	{
+		uint32_t fl = 0, fl2;
+		uint64_t v = 0, va, vb, v2;
+
+		memcpy(&va, VA, 8);
+		memcpy(&vb, VB, 8);
+		CHECK(!wr_unstable_lost(fl, v, VB));
+		e1 = ext(0, VB, false);	/* 0 bytes: nothing to lose */
+		wr_unstable_add_extent(&fl, &v, &e1);
+		CHECK(fl == 0);
+		e1 = ext(1, VA, false);
+		wr_unstable_add_extent(&fl, &v, &e1);
+		CHECK(fl == GW_UNSTABLE && v == va);
+		CHECK(!wr_unstable_lost(fl, v, VA));
+		CHECK(wr_unstable_lost(fl, v, VB));	/* A restarted */
+		wr_unstable_add_extent(&fl, &v, &e1);	/* same verifier */
+		CHECK(fl == GW_UNSTABLE);
+		/* One listed under B after one under A: whichever the COMMIT
+		 * answers, one is gone. */
+		e2 = ext(1, VB, false);
+		wr_unstable_add_extent(&fl, &v, &e2);
+		CHECK(fl == (GW_UNSTABLE | GW_UNSTABLE_MIXED));
+		CHECK(wr_unstable_lost(fl, v, VA) && wr_unstable_lost(fl, v, VB));
+		/* B listed first (a WRITE answered before the restart, listed
+		 * after one answered since): the same. */
+		fl = 0;
+		wr_unstable_add_extent(&fl, &v, &e2);
+		wr_unstable_add_extent(&fl, &v, &e1);
+		CHECK(wr_unstable_lost(fl, v, VA) && wr_unstable_lost(fl, v, VB));
+		/* One WRITE's pieces under two verifiers. */
+		fl = 0;
+		e3 = ext(1, VB, true);
+		wr_unstable_add_extent(&fl, &v, &e3);
+		CHECK(wr_unstable_lost(fl, v, VB));
+		/* Records merged by the successor: another record's verifier,
+		 * or its MIXED, makes the file's MIXED; an empty one adds
+		 * nothing. */
+		fl = 0;
+		wr_unstable_add(&fl, &v, 0, vb);
+		CHECK(fl == 0);
+		wr_unstable_add(&fl, &v, GW_UNSTABLE, va);
+		wr_unstable_add(&fl, &v, 0, vb);
+		CHECK(fl == GW_UNSTABLE && !wr_unstable_lost(fl, v, VA));
+		fl2 = fl;
+		v2 = v;
+		wr_unstable_add(&fl2, &v2, GW_UNSTABLE, vb);
+		CHECK(wr_unstable_lost(fl2, v2, VA) &&
+		      wr_unstable_lost(fl2, v2, VB));
+		wr_unstable_add(&fl, &v, GW_UNSTABLE | GW_UNSTABLE_MIXED, va);
+		CHECK(wr_unstable_lost(fl, v, VA));
+	}
 	printf("gw_extents_test: ok\n");
 	return 0;
 }

@@ -1,4 +1,4 @@
-/* gw_handles_test: the open-handle table (gateway/handles.c) on its own:
+/* gw_handles_test: the open-handle table (gateway/keep/handles.c) on its own:
  * what the kernel holds is an identifier that resolves to its handle
  * while it is listed, never to another handle after it was given back
  * (a freed slot is reused with a new generation), 0 and foreign values
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "keep_i.h"
 
 static int released;
 
@@ -56,7 +56,7 @@ int main(void)
 	CHECK(gw_handle_get(h[0].id) == NULL);
 	gw_handles_fini();
 
-	/* A successor (takeover.h): the ids a dead process gave the kernel
+	/* A successor (gw_state.h): the ids a dead process gave the kernel
 	 * resolve to the handles adopted under them; the slots between are
 	 * free again, and a new handle never gets an id the kernel has. */
 	{

@@ -1,4 +1,4 @@
-/* gw_rawindow_test: the readahead window (gateway/rawindow.c) on its own:
+/* gw_rawindow_test: the readahead window (gateway/read/readahead_window.c) on its own:
  * no readahead for a first read, a window that starts at one cache block
  * and doubles with every sequential read up to readahead=, reads a little
  * out of order (the kernel sends several at once) that keep it, a seek
@@ -6,7 +6,6 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "gw_i.h"
 #include "read_i.h"
 
 #define BS (64u << 10)

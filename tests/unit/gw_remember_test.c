@@ -1,9 +1,9 @@
-/* gw_remember_test: a directory listing kept in md.log (gateway/
- * remember.c) comes back whole after a restart, and a kept listing whose
+/* gw_remember_test: a directory listing kept in md.log (gateway/keep/
+ * kept_names.c) comes back whole after a restart, and a kept listing whose
  * count of names is damaged (0xFFFFFFFF, or any count larger than a kept
  * listing may be) is refused, online and offline, without reading or
  * writing past what was allocated for it (run under ASan); kept
- * attributes come back to a new inode, those with a time no NFSv3 origin
+ * attributes (kept_md.c) come back to a new inode, those with a time no NFSv3 origin
  * gives (seconds outside 32 bits unsigned) are refused, and nothing
  * computes with them (UBSan: a signed overflow in the attribute timeout). */
 #include <errno.h>
@@ -11,13 +11,12 @@
 #include <time.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "keep_i.h"
 #include "nodes_helpers.h"
 
-/* remember.c's kind of a kept listing, and where its count of names is
- * (struct md_listed: size, mtime and ctime seconds, their nanoseconds,
- * then n): the test damages that field as a bad disk or an edit would. */
-#define MD_LISTED 3
+/* Where a kept listing's (MD_LISTED) count of names is (kept_names.c's
+ * struct md_listed: size, mtime and ctime seconds, their nanoseconds, then
+ * n): the test damages that field as a bad disk or an edit would. */
 #define LISTED_N_OFF 32
 
 static struct gw gw;
@@ -47,7 +46,13 @@ static void damage_count(const char *d, uint32_t gen, uint32_t n)
 
 static int listing(bool offline, struct nfsc_dirlist *out)
 {
-	return gw_md_listing(&gw, &dir, NULL, offline, out);
+	struct timespec *at = NULL;
+	int ret = gw_md_listing(&gw, &dir, NULL, offline, out, &at);
+
+	/* When each entry's attributes were fetched: one per entry. */
+	CHECK(ret ? !at : at != NULL);
+	free(at);
+	return ret;
 }
 
 int main(void)

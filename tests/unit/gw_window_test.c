@@ -1,4 +1,4 @@
-/* gw_window_test: the write window (gateway/write_window.c) on its own:
+/* gw_window_test: the write window (gateway/write/write_window.c) on its own:
  * writes that fit go at once; one that does not waits for room, never
  * fails, and is counted (waits, wait time); a write bigger than the whole
  * window runs alone rather than never; the high-water marks of bytes and
@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "gw_i.h"
+#include "write_i.h"
 
 #define KiB 1024u
 

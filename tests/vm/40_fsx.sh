@@ -7,8 +7,8 @@ FSX=${CACHEGW_FSX:-$_HARNESS_ROOT/build/tests/fsx/fsx}
 [ -x "$FSX" ] || { echo "SKIP: fsx not built ($FSX)" >&2; exit 77; }
 # Fixed seeds, so that a failure replays. Under TCG an op costs about 35 ms
 # of guest time through four layers (the whole test: 77 s at 1200 ops on the
-# idle host, 167 s at 1000 with its two cores busy; 700 since session 7 to keep
-# the suite in its budget: CACHEGW_FSX_OPS=1000 runs what it ran before).
+# idle host, 167 s at 1000 with its two cores busy; 700 keeps the suite in
+# its budget: CACHEGW_FSX_OPS=1000 or more runs longer sequences).
 read -r -a seeds <<<"${CACHEGW_FSX_SEEDS:-1 2}"
 ops=${CACHEGW_FSX_OPS:-700}
 # The -o writeback pass (the kernel's FUSE write-back cache under knfsd):

@@ -332,7 +332,7 @@ fi
 # ============================================================================
 # Leave ~31 MiB free on the image: culling starts below 40% free (25.6 MiB),
 # caching stops below 30% (19.2 MiB), so ~12 MiB more can be cache; the
-# guest's 9p root shares the cache (see doc/performance.md, cachegw and fscache side by side), so free space, not an
+# guest's 9p root shares the cache (see doc/testing.md, cachegw and fscache side by side), so free space, not an
 # image size, sets the room.
 ball=$(( $(fsc_avail_kib) - 31 * 1024 ))
 [ "$ball" -gt 0 ] && fallocate -l "${ball}K" "$FSC_LOOP_MNT/ballast"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: offline= under knfsd (issue 20, item 5). ganesha origin → cachegw (offline=3) → knfsd re-export → kernel NFS clients (v3 and v4.2, hard): the tree read through both clients; the origin stopped (SIGSTOP); once the gateway calls it lost, both clients read every cached file byte for byte and list the directories, and a file never read fails at once (EIO, not a hang); the origin back, that file reads right through both clients.
+# Guest test: offline= under knfsd. ganesha origin → cachegw (offline=3) → knfsd re-export → kernel NFS clients (v3 and v4.2, hard): the tree read through both clients; the origin stopped (SIGSTOP); once the gateway calls it lost, both clients read every cached file byte for byte and list the directories, and a file never read fails at once (EIO, not a hang); the origin back, that file reads right through both clients.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start inspect

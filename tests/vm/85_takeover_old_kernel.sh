@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: takeover on a kernel without FUSE_NOTIFY_RESEND (issue 22, item 2: "say exactly what happens and choose the safest behaviour"; Debian 12's 6.1). An upgrade in place is refused with one line naming the missing kernel feature, exit 1, and the old process serves on (same pid, the mount reads right); with supervise, a SIGKILL of the serving process while nothing is in flight is survived: the supervisor starts a successor, which says in the log that requests in flight would stay unanswered, and serves new requests byte for byte. Skips (77) on Linux >= 6.9, where test 96 (host) and 90 (guest) cover takeovers.
+# Guest test: takeover on a kernel without FUSE_NOTIFY_RESEND (Debian 12's 6.1): what happens is said exactly, and the safest behaviour chosen. An upgrade in place is refused with one line naming the missing kernel feature, exit 1, and the old process serves on (same pid, the mount reads right); with supervise, a SIGKILL of the serving process while nothing is in flight is survived: the supervisor starts a successor, which says in the log that requests in flight would stay unanswered, and serves new requests byte for byte. Skips (77) on Linux >= 6.9, where test 96 (host) and 90 (guest) cover takeovers.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start inspect

@@ -1,0 +1,273 @@
+/* gw_i.h - the request path (gateway/): the only layer that knows FUSE.
+ * It is rooms by job, each a folder behind one sectioned header that is its
+ * whole interface; this one is the base they all stand on (gateway/base/):
+ * the inode, and what every room uses. The process around the request
+ * path (daemon/) sees only ../gateway.h (struct gw, the options, what
+ * starts and stops it), which this header includes; gateway/ never
+ * includes daemon/'s headers (test 52).
+ *
+ * The rooms, from the top down. A room's files include the headers of
+ * the rooms below it that they use, never one above (test 52):
+ *   handover/ handover_i.h open files handed over and adopted
+ *   ops/      ops_i.h      the FUSE operations
+ *   write/    write_i.h    the write path
+ *   read/     read_i.h     the read path and the cache object
+ *   cred/     cred_i.h     credentials and ACCESS
+ *   inode/    inode_i.h    the inode table, handle keys, reclaim
+ *   keep/     keep_i.h     what outlives a restart or a takeover
+ *   base/     gw_i.h       (this file)
+ * On top, ../start.c ties them together at start.
+ *
+ * logging.c: one-line log messages (stderr in the foreground, syslog as a
+ *            daemon, or logfile=).
+ * buf.c:     shared data buffers.
+ * hist.c:    latency histograms for the metrics.
+ * bdi.c:     the mount as the kernel sees it (mountinfo, readahead, dirty
+ *            limits).
+ * attr.c:    what the origin's attributes say: how long they hold, the
+ *            struct stat the kernel is given.
+ * The process (daemon/daemon.h): main, options, signals and the stop,
+ * the control socket, the metrics endpoint.
+ *
+ * Lock order: a lock on a line may be taken while holding one on an
+ * earlier line, never the other way round. Each _locked function says which
+ * lock it expects with GW_ASSERT_HELD (common/lockcheck.h); a function
+ * that takes ino->lock or ino->coh_lock itself asserts the caller does not
+ * hold it (GW_ASSERT_NOT_HELD), which would deadlock.
+ *   1. gw->it.lock (the inode table). Held across nodes_* calls
+ *      (the node-id table's own lock) and nodes_md_get (a new inode's
+ *      kept metadata, kept_md.c), never while taking an ino->lock.
+ *   1b. ino->coh_lock (cobj.c): taken with no other gateway lock held,
+ *      across cache_obj_set_coh and the own write's cache_write_ref
+ *      (the cache's locks only).
+ *   2. ino->lock. Held across cache_present(), cache_obj_grab() and the
+ *      other quick cache calls (the cache's o->lock, then c->lock, then
+ *      c->sq_lock: cache/cache_i.h); waits on ino->fetch_cond. Never held
+ *      while waiting for the origin: READ callbacks (chunk_done) take it
+ *      on a connection thread.
+ *   3. gw->fill_lock, gw->win_lock, buf.c's pool lock, a write batch's
+ *      waiter (nfsc_waiter, write.c), the hidden-name table's lock (silly.c; held
+ *      across its file's write, never across an origin call), the
+ *      open-handle list's lock (handles.c), the user database's groups
+ *      (groups.c; never held across NSS): leaves, nothing is taken
+ *      while holding them.
+ *   nfsclient/ runs every callback with none of its locks held, and cache/
+ *   calls a fill's release (gw_buf_release_cb) with none of its own held,
+ *   so neither layer's locks ever nest outside a gateway lock.
+ * Fields are annotated with the lock that guards them; "atomic": __atomic
+ * builtins only; "set at start": written before the session loop starts
+ * (or after it ended), read-only while requests run.
+ */
+#ifndef CACHEGW_GW_I_H
+#define CACHEGW_GW_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "gateway.h"	/* first: it sets FUSE_USE_VERSION */
+#include "lathist.h"
+#include "lockcheck.h"
+#include "nfsc.h"
+#include "nodes.h"
+
+struct cache;
+struct gw;
+struct cache_obj;
+struct nodes;
+
+/* ---- bdi.c: the mount as the kernel sees it ---- */
+/* Raise the mount's read_ahead_kb to readahead= (at the first open). */
+void gw_set_kernel_readahead(const struct gw_opts *o);
+/* /sys/class/bdi/MAJ:MIN of our mount into path; false if not found. */
+bool gw_bdi_dir(const struct gw_opts *o, char *path, size_t len);
+
+/* ---- buf.c: shared, page-aligned data buffers (gateway.h: the count
+ * and trim the process asks for) ----
+ * gw_buf_get gives a buffer of at least len bytes (gw_buf_capacity) with
+ * one reference, aligned for O_DIRECT; gw_buf_put drops one, and the last
+ * recycles it. NULL on failure. */
+char *gw_buf_get(size_t len);
+size_t gw_buf_capacity(const char *data);
+void gw_buf_ref(char *data);
+void gw_buf_put(char *data);
+void gw_buf_release_cb(void *data);	/* gw_buf_put as a callback */
+
+/* ---- logging.c: gw_log and the rest are gateway.h's ---- */
+
+/* ---- inode.c ---- */
+
+#define GW_ACCESS_SLOTS 4
+struct gw_access {
+	bool valid;
+	uint32_t uid, gid;
+	uint64_t groups;		/* hash of the supplementary groups */
+	uint32_t asked, granted;	/* ACCESS3 bits */
+	double at;			/* CLOCK_MONOTONIC seconds */
+	bool stamped;			/* the file's attributes were known: */
+	struct timespec ctime;		/* the answer holds only while the */
+	uint32_t mode, fuid, fgid;	/* inode's still show these */
+};
+
+struct gw_extent;
+struct gw_fetch;
+
+struct gw_inode {
+	uint64_t nodeid;		/* FUSE node-id, never reused; const */
+	uint64_t parent;		/* node-id of the directory it was
+					 * found in (for ".."), itable lock */
+	struct nfsc_fh fh;		/* origin file handle; const */
+	struct gw_inode *next_id;	/* hash chain by nodeid, itable lock */
+	struct gw_inode *next_fh;	/* hash chain by fh, itable lock */
+	uint64_t nlookup;		/* kernel references, itable lock */
+	bool adopted;			/* made by a successor for a node-id
+					 * the kernel had from an earlier
+					 * process: nlookup is a guess, a
+					 * FORGET of more ends it; itable lock */
+	pthread_mutex_t coh_lock;	/* orders the cache's coherency data
+					 * of own writes (cobj.c); guards
+					 * coh_attr, coh_set only */
+	struct nfsc_attr coh_attr;	/* the newest attributes given to the
+					 * cache by an own write or change */
+	bool coh_set;
+	pthread_mutex_t lock;		/* ino->lock: guards every field
+					 * below */
+	struct nfsc_attr attr;		/* last attributes from the origin */
+	struct timespec attr_at;	/* CLOCK_MONOTONIC time attr was got */
+	bool attr_valid;
+	bool attr_dropped;		/* attr was let go after a change:
+					 * what md.log keeps is older too */
+	uint64_t attr_gen;		/* bumped by every attr update */
+	struct gw_getattr *ga;		/* the GETATTR in flight that stat
+					 * requests join (ops.c), or NULL */
+	bool opened_before;		/* an open has seen attr (keep_cache) */
+	bool entry_kept;		/* the kernel was given kept_attr by a
+					 * LOOKUP answered from what a start
+					 * before kept (kept_md.c) */
+	struct nfsc_attr kept_attr;
+	struct nfsc_attr open_attr;	/* attributes at the last open */
+	struct cache_obj *obj;		/* cache object, opened lazily; holds
+					 * a reference, dropped by the last
+					 * release: use it outside the lock
+					 * only through gw_inode_obj() */
+	unsigned opens;			/* open files */
+	unsigned writers;		/* of them, open for writing */
+	struct gw_fetch *fetches;	/* origin fetches in flight or recent
+					 * (fetch.c) */
+	pthread_cond_t fetch_cond;	/* a fetch completed, a shared GETATTR
+					 * was answered (ops.c) (and see
+					 * writes_done, committing) */
+	unsigned fills_queued;		/* fetches waiting for the fill thread */
+	uint64_t wgen;			/* bumped by every answered write or
+					 * truncate through the gateway */
+	uint64_t writes_started;	/* FUSE writes taken in, and answered */
+	uint64_t writes_done;		/* (fetch_cond is broadcast on each).
+					 * While they differ the origin's
+					 * attributes may already show a write
+					 * not yet answered: gw_inode_writing */
+	uint64_t ra_next;		/* where a sequential read goes next */
+	uint64_t ra_win;		/* readahead window, bytes */
+	uint64_t ra_front;		/* end of the furthest readahead */
+	struct gw_extent *uncommitted;	/* written, not yet COMMITted:
+					 * newest first (write.c) */
+	size_t uncommitted_bytes;
+	uint32_t unstable;		/* what the uncommitted list holds, */
+	uint64_t unstable_verf;		/* as the writers' records say it
+					 * (GW_UNSTABLE..., gw_state.h) */
+	bool committing;		/* a COMMIT round is running; */
+	bool resending;			/* it writes lost extents again (new
+					 * writes wait). fetch_cond is
+					 * broadcast when either ends */
+	int write_err;			/* the last failed write-back WRITE's
+					 * or COMMIT's -errno, and */
+	uint64_t werr_seq;		/* how many there were: each writer
+					 * reports one at its next flush or
+					 * fsync if it came while it was open
+					 * (gw_file.werr_seen, errseq) */
+	struct gw_file *wfiles;		/* files open for writing, oldest
+					 * first (gw_file.wnext) */
+	unsigned opening;		/* opens past the kernel's lookup but
+					 * not yet counted in opens: an
+					 * unlink meanwhile hides the name
+					 * instead of removing the file */
+	uint64_t name_dir;		/* the directory and name a regular */
+	char *name;			/* file was last found by (NULL: none
+					 * yet), for gw_inode_refused_name */
+	bool write_refused;		/* writeback: the origin refused a
+					 * WRITE of the kernel's pages: their
+					 * size and bytes are not the origin's
+					 * (gw_release drops the inode) */
+	bool pages_stale;		/* the kernel's pages may hold a
+					 * version changed by someone else
+					 * before our write (wcc): the next
+					 * open drops them */
+	struct gw_access access[GW_ACCESS_SLOTS];
+	unsigned access_next;
+	struct gw_silly *silly;		/* hidden name it was unlinked to
+					 * while open (silly.c), lock */
+};
+
+
+/* The gateway a FUSE request came to. */
+static inline struct gw *req_gw(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* ---- attr.c: what the origin's attributes say ---- */
+/* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
+double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);
+/* What is left of that for attributes got at at (CLOCK_MONOTONIC). */
+double gw_attr_ttl_left(const struct gw *gw, const struct nfsc_attr *attr,
+			const struct timespec *at);
+/* Seconds from t (CLOCK_MONOTONIC) to now. */
+double gw_elapsed_since(const struct timespec *t);
+void gw_attr_to_stat(const struct nfsc_attr *a, uint64_t nodeid,
+		     struct stat *st);
+/* Is a a later version of the file than b (ctime, then size)? */
+static inline bool gw_attr_newer(const struct nfsc_attr *a,
+				 const struct nfsc_attr *b)
+{
+	if (a->ctime.tv_sec != b->ctime.tv_sec)
+		return a->ctime.tv_sec > b->ctime.tv_sec;
+	if (a->ctime.tv_nsec != b->ctime.tv_nsec)
+		return a->ctime.tv_nsec > b->ctime.tv_nsec;
+	return a->size > b->size;
+}
+
+/* One version of a file's contents: the same size, mtime and ctime (what
+ * an open's keep_cache, a listing's sharing and a WRITE's pre-op check
+ * all compare). */
+static inline bool gw_version_eq(uint64_t as, const struct timespec *am,
+				 const struct timespec *ac, uint64_t bs,
+				 const struct timespec *bm,
+				 const struct timespec *bc)
+{
+	return as == bs && am->tv_sec == bm->tv_sec &&
+	       am->tv_nsec == bm->tv_nsec && ac->tv_sec == bc->tv_sec &&
+	       ac->tv_nsec == bc->tv_nsec;
+}
+
+static inline bool gw_attr_same_version(const struct nfsc_attr *a,
+					const struct nfsc_attr *b)
+{
+	return gw_version_eq(a->size, &a->mtime, &a->ctime, b->size,
+			     &b->mtime, &b->ctime);
+}
+/* A write through the gateway is taken in and not yet answered.
+ * ino->lock held. */
+static inline bool gw_inode_writing(const struct gw_inode *ino)
+{
+	return ino->writes_started != ino->writes_done;
+}
+
+/* writeback: raise the FUSE bdi's dirty limits (bdi.c). */
+void gw_set_kernel_dirty_limits(const struct gw_opts *o);
+
+/* ---- hist.c: latency histograms (atomic; common/lathist.h) ---- */
+/* Record the time from start_ns (gw_now_ns) to now. */
+void gw_hist_record(struct gw_hist *h, uint64_t start_ns);
+
+#endif
