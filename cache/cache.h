@@ -31,6 +31,11 @@
 #define CACHE_BLOCK_MIN (4u << 10)
 #define CACHE_BLOCK_MAX (4u << 20)
 #define CACHE_BLOCK_DEFAULT (64u << 10)
+/* Free space thresholds in percent when cache_opts gives none (all 0):
+ * cachefilesd's defaults. */
+#define CACHE_BRUN_DEFAULT 10
+#define CACHE_BCULL_DEFAULT 7
+#define CACHE_BSTOP_DEFAULT 3
 
 struct cache;		/* one cache directory, opened */
 struct cache_obj;	/* one object, opened (reference counted) */
@@ -56,7 +61,8 @@ struct cache_opts {
 					 * existing cache keeps its own. */
 	enum cache_write_mode write_mode;
 	uint64_t max_bytes;		/* cache_size=, allocated bytes; 0 = none */
-	unsigned brun, bcull, bstop;	/* percent free on the cache fs */
+	unsigned brun, bcull, bstop;	/* percent free on the cache fs; all
+					 * 0: the CACHE_B*_DEFAULTs */
 	unsigned uring_depth;		/* io_uring queue depth; 0 = default */
 };
 

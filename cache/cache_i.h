@@ -1,19 +1,32 @@
 /* cache_i.h - private definitions of cache/, one section per .c file.
  *
- *   dir.c    opening a cache directory (checks, cache.conf, the lock
- *            file, layout) and closing it
- *   meta.c   the per-object metadata record: header, presence, checksums
- *   obj.c    objects: the registry, get/put, coherency, reset, marking
- *   read.c   verified reads (and the open object's checksum cache)
- *   fill.c   fills (cache_fill, the caller's own writes) and their
- *            completion
- *   io.c     the io_uring fill ring and every backing-store syscall,
- *            behind the fault-injection hook
- *   cull.c   accounting, the LRU list, culling (cache_size, brun/bcull/
- *            bstop)
- *   scan.c   rebuilding the registry at open; offline inspection (walk,
- *            info, verify, evict)
- *   stats.c  counters and the one-line log
+ * Each file calls only files below it here; the one call up is obj.c's
+ * cache_reserve (cull.c): room for a new object may cull another.
+ *
+ *   ownwrite.c   the caller's own writes (cache_write, cache_write_ref)
+ *                and cache_drop_range
+ *   fill.c       fills (cache_fill and its kin) and their completion
+ *   dir.c        opening a cache directory (checks, cache.conf, the lock
+ *                file, layout) and closing it
+ *   scan.c       rebuilding the registry at open; offline inspection
+ *                (walk, info, verify, evict)
+ *   cull.c       culling (cache_size, brun/bcull/bstop)
+ *   obj.c        objects: the registry, get/put and references
+ *   read.c       verified reads
+ *   objfile.c    an object's files: names and paths, opening them (header
+ *                checked, presence loaded), the check on every get,
+ *                closing
+ *   coherency.c  an object's data against the origin's identity: reset
+ *                (a new incarnation), dropped blocks, failure, check,
+ *                invalidate, set_coh
+ *   presence.c   which blocks are present: the bitmap, marking, unmarking
+ *   csc.c        the open object's checksum cache
+ *   account.c    the LRU list, bytes used and reserved, free space
+ *   meta.c       the per-object metadata record: header, presence,
+ *                checksums
+ *   io.c         the io_uring fill ring and every backing-store syscall,
+ *                behind the fault-injection hook
+ *   stats.c      counters and the one-line log
  *
  * Locks, what they guard (each field says which), and how they nest:
  *
@@ -164,7 +177,7 @@ int cache_meta_write_hdr(struct cache *c, int fd, struct meta_hdr *h);
 int cache_meta_load_bitmap(struct cache *c, int fd, uint64_t nblocks,
 			   uint64_t *bitmap);
 
-/* ---- io.c: io_uring, syscalls behind the fault-injection hook ---------- */
+/* ---- io.c: io_uring, syscalls behind the fault-injection hook ----------- */
 
 /* The data buffer of one fill, shared by its requests: a fill is split at
  * the edges of its runs of zero blocks (see fill.c). */
@@ -178,6 +191,11 @@ struct cache_fillbuf {
 /* One fill in flight: a contiguous run of blocks of one object. */
 struct cache_req {
 	struct cache_obj *o;		/* holds a reference */
+	/* Its write's result (bytes written, or -errno): called by the
+	 * completion thread, or by io.c where the write could not be put on
+	 * the ring. It owns r: frees it, or queues it again
+	 * (cache_io_requeue). fill.c's, set when r is made. */
+	void (*done)(struct cache *c, struct cache_req *r, int res);
 	struct cache_req *next;		/* o->inflight; guarded by o->lock */
 	uint64_t gen;			/* o->gen at submission */
 	uint64_t first;			/* first block */
@@ -227,7 +245,7 @@ int cache_pwrite(struct cache *c, int fd, const void *buf, size_t len,
 		 off_t off);
 int cache_ftruncate(struct cache *c, int fd, off_t len);
 
-/* ---- obj.c: objects, registry, reset ------------------------------------ */
+/* ---- obj.c: objects, the registry, references --------------------------- */
 
 struct cache_obj {
 	struct cache *c;
@@ -256,7 +274,7 @@ struct cache_obj {
 					 * unmarked: a reader that raced with
 					 * it does not report corruption */
 	struct cache_req *inflight;	/* fills of this object in flight */
-	/* The checksum cache (read.c): stored checksums of recently read
+	/* The checksum cache (csc.c): stored checksums of recently read
 	 * sectors, so that a warm read costs no pread of the metadata
 	 * file. NULL until the first read; freed at close and reset. */
 	struct cache_csum_chunk *csc;
@@ -274,10 +292,6 @@ struct cache_obj {
 	pthread_mutex_t write_lock;
 };
 
-int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
-			char *name);
-int cache_obj_path(const struct cache *c, const char *name, bool meta,
-		   char *buf, size_t len);
 struct cache_obj *cache_obj_lookup_locked(struct cache *c, uint64_t hash);
 struct cache_obj *cache_obj_new_locked(struct cache *c, uint64_t hash);
 void cache_obj_forget_locked(struct cache *c, struct cache_obj *o);
@@ -305,26 +319,54 @@ void cache_obj_forget_free(struct cache *c, struct cache_obj *o);
 void cache_obj_drop_data(struct cache *c, struct cache_obj *o,
 			 const char *what);
 void cache_close_objects(struct cache *c);
-void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
 int cache_obj_ref_by_name(struct cache *c, const char *name,
 			  struct cache_obj **out);
-int cache_obj_reset_locked(struct cache_obj *o, const void *key,
-			   size_t keylen, const void *coh, size_t cohlen,
-			   uint64_t size);
-void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
-int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
-int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
-			      uint32_t n, const uint64_t *csums);
-void cache_obj_update_alloc(struct cache_obj *o);
-int cache_obj_verify_locked(struct cache_obj *o, bool repair,
-			    uint64_t *bad);
+
+/* ---- presence.c: which blocks are present (o->lock) --------------------- */
 
 static inline bool cache_bit(const uint64_t *bm, uint64_t i)
 {
 	return (bm[i / 64] >> (i % 64)) & 1;
 }
 
-/* ---- read.c: verified reads --------------------------------------------- */
+/* The presence bitmap sized for an object of size bytes. */
+int cache_obj_alloc_bitmap(struct cache_obj *o, uint64_t size);
+void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk);
+int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
+			      uint32_t n, const uint64_t *csums);
+
+/* ---- coherency.c: reset, drops, failure, coherency (o->lock) ------------ */
+
+/* Drop every block and start a new incarnation (new salt); key NULL keeps
+ * the stored identity. */
+int cache_obj_reset_locked(struct cache_obj *o, const void *key,
+			   size_t keylen, const void *coh, size_t cohlen,
+			   uint64_t size);
+/* An I/O error on the object: counted, its data dropped. */
+void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what);
+/* Blocks [first, end) no longer hold what their bits say: unmarked, their
+ * fills in flight cancelled. */
+int cache_obj_drop_blocks_locked(struct cache_obj *o, uint64_t first,
+				 uint64_t end);
+
+/* ---- objfile.c: an object's files --------------------------------------- */
+
+int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
+			char *name);
+int cache_obj_path(const struct cache *c, const char *name, bool meta,
+		   char *buf, size_t len);
+/* Open (create) the files and load the header and presence bitmap; key
+ * NULL accepts the stored identity (inspection by name). */
+int cache_obj_open_locked(struct cache_obj *o, const void *key,
+			  size_t keylen, const void *coh, size_t cohlen,
+			  uint64_t size, bool create);
+/* An open object's header re-read: damage or another salt resets it. */
+int cache_obj_revalidate_locked(struct cache_obj *o, const void *coh,
+				size_t cohlen, uint64_t size);
+void cache_obj_close_locked(struct cache_obj *o);
+
+/* ---- csc.c: the checksum cache ------------------------------------------ */
 
 /* The checksum cache of an open object: a direct-mapped table of chunks
  * of CACHE_CSC_CHUNK consecutive stored checksums (chunk k holds sectors
@@ -347,32 +389,55 @@ struct cache_csum_chunk {
 void cache_csc_drop_locked(struct cache_obj *o);
 void cache_csc_changed_locked(struct cache_obj *o, uint64_t first_sector,
 			      uint64_t nsectors);
+bool cache_csc_lookup_locked(struct cache_obj *o, uint64_t s0, uint64_t n,
+			     uint64_t *out);
+void cache_csc_insert_locked(struct cache_obj *o, uint64_t k0, uint64_t nk,
+			     const uint64_t *v, uint64_t seq);
+
+/* ---- read.c: verified reads --------------------------------------------- */
 
 int cache_load_csums(struct cache *c, int meta_fd, uint64_t first,
 		     uint64_t n, uint64_t *out);
 int cache_load_block_csums(struct cache *c, int meta_fd, uint64_t first,
 			   uint64_t n, uint64_t *out);
 void *cache_alloc_aligned(size_t len);
+int cache_obj_verify_locked(struct cache_obj *o, bool repair,
+			    uint64_t *bad);
 
 /* ---- fill.c: fills and their completion --------------------------------- */
 
-void cache_fill_done(struct cache *c, struct cache_req *r, int res);
+/* A fill of the caller's own write (ownwrite.c): as cache_fill_ref, but
+ * dropped (-EAGAIN) rather than waited for when the disk is behind. */
+int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		   void (*release)(void *), void *arg);
 
-/* ---- cull.c: accounting, LRU, culling ----------------------------------- */
+/* ---- ownwrite.c: the caller's own writes -------------------------------- */
+
+/* Its calls are public (cache.h): cache_write, cache_write_ref,
+ * cache_drop_range. Own writes of one object are ordered by
+ * o->write_lock. */
+
+/* ---- account.c: LRU, bytes used and reserved, free space ---------------- */
 
 void cache_lru_touch_locked(struct cache *c, struct cache_obj *o);
 void cache_lru_unlink_locked(struct cache *c, struct cache_obj *o);
 void cache_lru_append_locked(struct cache *c, struct cache_obj *o);
 void cache_account_locked(struct cache *c, struct cache_obj *o,
 			  uint64_t alloc);
-int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
+/* o's allocated bytes (data + meta, from fstat) counted again; o->lock
+ * held. */
+void cache_obj_update_alloc(struct cache_obj *o);
 void cache_unreserve(struct cache *c, uint64_t bytes);
 unsigned cache_free_pct(struct cache *c);
 unsigned cache_free_pct_after(struct cache *c, uint64_t extra);
+
+/* ---- cull.c: culling ---------------------------------------------------- */
+
+int cache_reserve(struct cache *c, struct cache_obj *self, uint64_t bytes);
 int cache_cull_start(struct cache *c);
 void cache_cull_stop(struct cache *c);
 
-/* ---- scan.c: rebuilding the registry at open ----------------------------- */
+/* ---- scan.c: rebuilding the registry at open ---------------------------- */
 
 int cache_scan(struct cache *c, char *err, size_t errlen);
 
@@ -382,7 +447,7 @@ int cache_scan(struct cache *c, char *err, size_t errlen);
 	__atomic_fetch_add(&(c)->stats.field, (n), __ATOMIC_RELAXED)
 void cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- dir.c: the cache itself ------------------------------------------- */
+/* ---- dir.c: the cache itself -------------------------------------------- */
 
 struct cache {
 #ifdef CACHEGW_LOCK_CHECKS
@@ -466,6 +531,11 @@ struct cache {
  * with O_NOFOLLOW failed with ELOOP). */
 void cache_link_err(char *err, size_t errlen, const char *dir,
 		    const char *name);
-bool cache_writable(const struct cache *c);
+
+/* Not opened for inspection only: objects may be created and changed. */
+static inline bool cache_writable(const struct cache *c)
+{
+	return c->mode != CACHE_OPEN_INSPECT;
+}
 
 #endif

@@ -18,11 +18,6 @@
 #include "fileio.h"
 #include "seterr.h"
 
-bool cache_writable(const struct cache *c)
-{
-	return c->mode != CACHE_OPEN_INSPECT;
-}
-
 uint32_t cache_block_size(const struct cache *c)
 {
 	return c->block_size;
@@ -231,9 +226,9 @@ static int check_opts(const struct cache_opts *o, struct cache *c,
 	c->bcull = o->bcull;
 	c->bstop = o->bstop;
 	if (!c->brun && !c->bcull && !c->bstop) {
-		c->brun = 10;	/* cachefilesd defaults */
-		c->bcull = 7;
-		c->bstop = 3;
+		c->brun = CACHE_BRUN_DEFAULT;
+		c->bcull = CACHE_BCULL_DEFAULT;
+		c->bstop = CACHE_BSTOP_DEFAULT;
 	}
 	if (!(c->bstop < c->bcull && c->bcull < c->brun && c->brun < 100)) {
 		seterr(err, errlen,

@@ -1,5 +1,6 @@
-/* fill.c - fills (cache_fill, the caller's own writes) and what happens when
- * a fill's data write completes. */
+/* fill.c - fills (cache_fill and its kin; the caller's own writes go
+ * through here from ownwrite.c) and what happens when a fill's data write
+ * completes. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,8 @@
 #include "lockcheck.h"
 
 /* ---- fills ------------------------------------------------------------------ */
+
+static void fill_done(struct cache *c, struct cache_req *r, int res);
 
 static void fillbuf_put(struct cache_fillbuf *fb)
 {
@@ -113,6 +116,7 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 	if (!r)
 		return NULL;
 	r->o = o;
+	r->done = fill_done;
 	r->gen = gen;
 	r->first = first;
 	r->nblk = nblk;
@@ -143,25 +147,6 @@ static struct cache_req *req_new(struct cache_obj *o, struct cache_fillbuf *fb,
 				  r->csums + (size_t)i * spb);
 	}
 	return r;
-}
-
-/* Blocks [first, end) no longer hold what their bits say: cancel their
- * fills in flight, clear their presence bits; a failed metadata write
- * breaks the object. */
-static int drop_blocks_locked(struct cache_obj *o, uint64_t first,
-			      uint64_t end)
-{
-	int ret = 0;
-
-	GW_ASSERT_HELD(&o->lock);
-	for (uint64_t b = first; b < end && b < o->nblocks; b++) {
-		cache_obj_cancel_locked(o, b);
-		if (!ret)
-			ret = cache_obj_unmark_locked(o, b);
-	}
-	if (ret)
-		cache_obj_fail_locked(o, ret, "metadata write");
-	return ret;
 }
 
 /* cache_fill and cache_fill_ref: with release set, buf is the caller's and
@@ -344,7 +329,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 	 * the range is present: it held the bytes this fill replaces. */
 	if (o->hdr->size != size &&
 	    ((off + len) % bs || o->hdr->size < off + len)) {
-		ret = drop_blocks_locked(o, first0, first0 + nblk);
+		ret = cache_obj_drop_blocks_locked(o, first0, first0 + nblk);
 		pthread_mutex_unlock(&o->lock);
 		STAT_ADD(c, fills_skipped, 1);
 		goto out_free;
@@ -379,7 +364,7 @@ static int fill(struct cache_obj *o, const void *buf, size_t len, uint64_t off,
 		v[nq++] = r;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (nq)		/* dropped by cache_fill_done() */
+	if (nq)		/* dropped by fill_done() */
 		cache_obj_ref_locked(c, o, CACHE_REF_FILL, (int)nq);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&o->lock);
@@ -428,9 +413,15 @@ int cache_fill_ref_nowait(struct cache_obj *o, void *buf, size_t len,
 	return fill(o, buf, len, off, release, arg, FILL_SKIP_BEHIND);
 }
 
+int cache_fill_own(struct cache_obj *o, void *buf, size_t len, uint64_t off,
+		   void (*release)(void *), void *arg)
+{
+	return fill(o, buf, len, off, release, arg, FILL_OWN_WRITE);
+}
+
 /* Completion of a fill (completion thread, or a submitter whose submit
  * failed). Marks the blocks present only now that the data is written. */
-void cache_fill_done(struct cache *c, struct cache_req *r, int res)
+static void fill_done(struct cache *c, struct cache_req *r, int res)
 {
 	struct cache_obj *o = r->o;
 	struct cache_req **pp;
@@ -517,128 +508,4 @@ void cache_fill_done(struct cache *c, struct cache_req *r, int res)
 	io_bytes = r->io_bytes;
 	req_free(r);
 	cache_io_release(c, io_bytes);
-}
-
-/* ---- the caller's own writes ----------------------------------------------- */
-
-int cache_drop_range(struct cache_obj *o, uint64_t off, size_t len)
-{
-	uint32_t bs = o->c->block_size;
-	int ret = 0;
-
-	if (!len)
-		return 0;
-	pthread_mutex_lock(&o->lock);
-	if (o->opened && !o->broken)
-		ret = drop_blocks_locked(o, off / bs, (off + len - 1) / bs + 1);
-	pthread_mutex_unlock(&o->lock);
-	return ret;
-}
-
-/* Bring the edge block b into blk (its logical length blen): the caller's
- * bytes over the verified cached copy. false if there is no such copy. */
-static bool merge_edge(struct cache_obj *o, uint64_t b, size_t blen,
-		       char *blk, const char *buf, uint64_t off, size_t len)
-{
-	uint64_t bstart = b * o->c->block_size;
-	uint64_t s = off > bstart ? off : bstart;
-	uint64_t e = off + len < bstart + blen ? off + len : bstart + blen;
-
-	if (cache_read(o, blk, blen, bstart) != (ssize_t)blen)
-		return false;
-	memcpy(blk + (s - bstart), buf + (s - off), e - s);
-	return true;
-}
-
-int cache_write(struct cache_obj *o, const void *buf, size_t len,
-		uint64_t off)
-{
-	uint32_t bs = o->c->block_size;
-	uint64_t size, first, last, start, end;
-	bool head, tail;
-	char *tmp;
-	int ret;
-
-	pthread_mutex_lock(&o->lock);
-	size = o->opened ? o->hdr->size : 0;
-	pthread_mutex_unlock(&o->lock);
-	if (off + len > size)
-		len = off < size ? size - off : 0;	/* size was set first */
-	if (!len)
-		return 0;
-	/* 1. The block-aligned span the write touches, clipped at EOF, in
-	 *    an aligned buffer the fill takes over (one copy, not two). */
-	first = off / bs;
-	last = (off + len - 1) / bs;
-	start = first * bs;
-	end = (last + 1) * bs < size ? (last + 1) * bs : size;
-	tmp = cache_alloc_aligned(end - start);
-	if (!tmp)
-		return -ENOMEM;
-	memcpy(tmp + (off - start), buf, len);
-	/* 2. Partial edges: merge with what is cached, else leave them out
-	 *    (dropped: the cached copy no longer matches the origin). From
-	 *    here until the fill is planned, no other own write may read
-	 *    these blocks (o->write_lock). */
-	head = off != start;
-	tail = off + len != end;
-	pthread_mutex_lock(&o->write_lock);
-	if (first == last && (head || tail)) {
-		if (!merge_edge(o, first, end - start, tmp, buf, off, len)) {
-			ret = cache_drop_range(o, start, 1);
-			pthread_mutex_unlock(&o->write_lock);
-			free(tmp);
-			return ret;
-		}
-	} else {
-		if (head && !merge_edge(o, first, bs, tmp, buf, off, len)) {
-			cache_drop_range(o, start, 1);
-			start += bs;
-		}
-		if (tail && !merge_edge(o, last, end - last * bs,
-					tmp + (last - first) * bs, buf, off, len)) {
-			cache_drop_range(o, last * bs, 1);
-			end = last * bs;
-		}
-	}
-	/* 3. Fill the rest like any fill, but without waiting for room in
-	 *    the fill queue; fill() frees tmp in every case. */
-	ret = 0;
-	if (end > start)
-		ret = fill(o, tmp + (start - first * bs), end - start, start,
-			   free, tmp, FILL_OWN_WRITE);
-	else
-		free(tmp);
-	if (ret)
-		cache_drop_range(o, start, end - start);
-	pthread_mutex_unlock(&o->write_lock);
-	return ret;
-}
-
-int cache_write_ref(struct cache_obj *o, void *buf, size_t len, uint64_t off,
-		    void (*release)(void *), void *arg)
-{
-	uint32_t bs = o->c->block_size;
-	uint64_t size;
-	int ret;
-
-	pthread_mutex_lock(&o->lock);
-	size = o->opened ? o->hdr->size : 0;
-	pthread_mutex_unlock(&o->lock);
-	if (!len || off % bs || off >= size ||
-	    (len % bs && off + len < size)) {
-		/* Edges to merge, or nothing to write: cache_write's way. */
-		ret = cache_write(o, buf, len, off);
-		release(arg);
-		return ret;
-	}
-	/* Whole blocks: no edge to merge, nothing read; the write lock still
-	 * orders this fill against the merges of other own writes. fill()
-	 * clips at the object's end and releases buf in every case. */
-	pthread_mutex_lock(&o->write_lock);
-	ret = fill(o, buf, len, off, release, arg, FILL_OWN_WRITE);
-	if (ret)
-		cache_drop_range(o, off, len);
-	pthread_mutex_unlock(&o->write_lock);
-	return ret;
 }

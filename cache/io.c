@@ -1,5 +1,7 @@
 /* io.c - the io_uring fill ring and every backing-store syscall, each behind
- * the fault-injection hook so tests can make the disk fail on purpose. */
+ * the fault-injection hook so tests can make the disk fail on purpose. The
+ * ring knows requests, not fills: each result goes to the request's own
+ * r->done. */
 #include <errno.h>
 #include <time.h>
 #include <fcntl.h>
@@ -186,7 +188,7 @@ static void io_sync(struct cache *c, struct cache_req *r)
 		while (n < 0 && errno == EINTR);
 		res = n < 0 ? -errno : (int)n;
 	}
-	cache_fill_done(c, r, res);
+	r->done(c, r, res);
 }
 
 /* The completion loop cannot go on (err): from now on fills are written
@@ -212,7 +214,7 @@ static void ring_fail(struct cache *c, int err)
 		next = r->rnext;
 		IO_HANDOFF_RECV(r);
 		r->rw_flags = 0;	/* no RWF_DONTCACHE retry */
-		cache_fill_done(c, r, err);
+		r->done(c, r, err);
 	}
 }
 
@@ -264,7 +266,7 @@ static void *cq_main(void *arg)
 
 			nanosleep(&d, NULL);
 		}
-		cache_fill_done(c, r, res);
+		r->done(c, r, res);
 	}
 }
 
@@ -364,7 +366,7 @@ static void io_queue(struct cache *c, struct cache_req *r)
 	sqe = io_uring_get_sqe(&c->ring);
 	if (!sqe) {
 		pthread_mutex_unlock(&c->sq_lock);
-		cache_fill_done(c, r, -EBUSY);
+		r->done(c, r, -EBUSY);
 		return;
 	}
 	if (r->inject_err) {
@@ -394,7 +396,7 @@ static void io_queue(struct cache *c, struct cache_req *r)
 	}
 	pthread_mutex_unlock(&c->sq_lock);
 	if (ret < 0)
-		cache_fill_done(c, r, ret);
+		r->done(c, r, ret);
 }
 
 /* Queue a fill. May wait briefly when depth fills are already in flight:

@@ -1,4 +1,6 @@
-/* obj.c - objects: the registry, get/put, coherency, reset, marking. */
+/* obj.c - objects: the registry, get/put and references (by key, by name,
+ * a holder's extra); what they hold is presence.c's and coherency.c's,
+ * their files objfile.c's. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -6,55 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "cache_i.h"
 #include "lockcheck.h"
-
-/* ---- names and paths ------------------------------------------------------ */
-
-int cache_obj_hash_name(const void *key, size_t keylen, uint64_t *hash,
-			char *name)
-{
-	if (!key || !keylen || keylen > CACHE_KEY_MAX)
-		return -EINVAL;
-	*hash = XXH3_64bits(key, keylen);
-	snprintf(name, CACHE_NAME_LEN + 1, "%016" PRIx64, *hash);
-	return 0;
-}
-
-int cache_obj_name(const void *key, size_t keylen, char *name, size_t namelen)
-{
-	char buf[CACHE_NAME_LEN + 1];
-	uint64_t h;
-	int ret = cache_obj_hash_name(key, keylen, &h, buf);
-
-	if (ret)
-		return ret;
-	if (namelen < sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(name, buf, sizeof(buf));
-	return 0;
-}
-
-const char *cache_obj_get_name(const struct cache_obj *o)
-{
-	return o->name;
-}
-
-/* Relative to c->dirfd. Fanned out on the first two hex digits: 256 dirs
- * keep each directory small without a deep tree. */
-int cache_obj_path(const struct cache *c, const char *name, bool meta,
-		   char *buf, size_t len)
-{
-	int n = snprintf(buf, len, CACHE_OBJ_DIR "/%.2s/%s%s", name, name,
-			 meta ? CACHE_META_SUFFIX : "");
-
-	(void)c;
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 /* ---- registry (c->lock) ---------------------------------------------------- */
 
@@ -146,27 +103,10 @@ void cache_obj_forget_locked(struct cache *c, struct cache_obj *o)
 	o->removed = true;
 }
 
-static void obj_close_locked(struct cache_obj *o)
-{
-	GW_ASSERT_HELD(&o->lock);
-	if (o->data_fd >= 0)
-		close(o->data_fd);
-	if (o->meta_fd >= 0)
-		close(o->meta_fd);
-	o->data_fd = o->meta_fd = -1;
-	free(o->hdr);
-	free(o->bitmap);
-	cache_csc_drop_locked(o);
-	o->hdr = NULL;
-	o->bitmap = NULL;
-	o->opened = false;
-	o->broken = false;
-}
-
 void cache_obj_free(struct cache_obj *o)
 {
 	pthread_mutex_lock(&o->lock);
-	obj_close_locked(o);
+	cache_obj_close_locked(o);
 	pthread_mutex_unlock(&o->lock);
 	pthread_mutex_destroy(&o->lock);
 	pthread_mutex_destroy(&o->write_lock);
@@ -189,331 +129,6 @@ void cache_close_objects(struct cache *c)
 	free(c->htab);
 	c->htab = NULL;
 	c->hsize = c->nobj = 0;
-}
-
-/* ---- allocation accounting ----------------------------------------------- */
-
-void cache_obj_update_alloc(struct cache_obj *o)
-{
-	struct cache *c = o->c;
-	struct stat st;
-	uint64_t alloc = 0;
-
-	if (o->data_fd >= 0 && !fstat(o->data_fd, &st))
-		alloc += (uint64_t)st.st_blocks * 512;
-	if (o->meta_fd >= 0 && !fstat(o->meta_fd, &st))
-		alloc += (uint64_t)st.st_blocks * 512;
-	pthread_mutex_lock(&c->lock);
-	if (!o->removed)
-		cache_account_locked(c, o, alloc);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* ---- presence (o->lock) --------------------------------------------------- */
-
-/* Stop fills in flight from marking blk: their data may be overwritten by
- * another fill in any order, so neither may vouch for it. */
-void cache_obj_cancel_locked(struct cache_obj *o, uint64_t blk)
-{
-	GW_ASSERT_HELD(&o->lock);
-	for (struct cache_req *r = o->inflight; r; r = r->next)
-		if (blk >= r->first && blk < r->first + r->nblk)
-			r->skip[blk - r->first] = 1;
-}
-
-int cache_obj_unmark_locked(struct cache_obj *o, uint64_t blk)
-{
-	uint64_t *w = &o->bitmap[blk / 64];
-
-	GW_ASSERT_HELD(&o->lock);
-	if (!cache_bit(o->bitmap, blk))
-		return 0;
-	*w &= ~(1ull << (blk % 64));
-	o->unmark_seq++;
-	return cache_pwrite(o->c, o->meta_fd, w, 8,
-			    cache_meta_word_off(o->c->block_size, blk));
-}
-
-/* Mark blocks [first, first + n), all under one presence word, present
- * with their checksums (n * cache_spb(bs) of them, contiguous on disk,
- * since a super-group holds whole words' worth of blocks). The checksums
- * go first: until the presence word says so, a half-written entry is never
- * consulted, and a stale one cannot verify (salted). */
-int cache_obj_mark_run_locked(struct cache_obj *o, uint64_t first,
-			      uint32_t n, const uint64_t *csums)
-{
-	uint32_t bs = o->c->block_size;
-	uint64_t *w = &o->bitmap[first / 64];
-	int ret;
-
-	GW_ASSERT_HELD(&o->lock);
-	assert(n && first / 64 == (first + n - 1) / 64);
-	/* Whether or not the write made it, the cached copy is stale. */
-	cache_csc_changed_locked(o, first * cache_spb(bs),
-				 (uint64_t)n * cache_spb(bs));
-	ret = cache_pwrite(o->c, o->meta_fd, csums,
-			   (size_t)n * cache_spb(bs) * 8,
-			   cache_meta_csum_off(bs, first));
-	if (ret)
-		return ret;
-	for (uint32_t i = 0; i < n; i++)
-		*w |= 1ull << ((first + i) % 64);
-	return cache_pwrite(o->c, o->meta_fd, w, 8,
-			    cache_meta_word_off(bs, first));
-}
-
-/* ---- open, reset, failure (o->lock) ---------------------------------------- */
-
-static int alloc_bitmap(struct cache_obj *o, uint64_t size)
-{
-	uint64_t n = cache_meta_nblocks(size, o->c->block_size);
-	uint64_t *bm;
-
-	if (size > CACHE_OBJ_SIZE_MAX)
-		return -EFBIG;
-	bm = calloc(n / 64 + 1, 8);
-	if (!bm)
-		return -ENOMEM;
-	free(o->bitmap);
-	o->bitmap = bm;
-	o->nblocks = n;
-	return 0;
-}
-
-/* Fills in flight for blocks from first on: their bytes are not stored. */
-static void cancel_from_locked(struct cache_obj *o, uint64_t first)
-{
-	GW_ASSERT_HELD(&o->lock);
-	for (struct cache_req *r = o->inflight; r; r = r->next)
-		for (uint64_t b = r->first < first ? first : r->first;
-		     b < r->first + r->nblk; b++)
-			r->skip[b - r->first] = 1;
-}
-
-/* The file grew past CACHE_OBJ_SIZE_MAX: no block of it is served or
- * stored any more, and the object goes with its last reference (its files
- * too: a later open of the file, smaller again, makes a new one). */
-static void obj_too_big_locked(struct cache_obj *o, uint64_t size)
-{
-	GW_ASSERT_HELD(&o->lock);
-	if (o->broken)
-		return;
-	cache_log("object %s: size %llu is past the %llu-byte limit of a "
-		  "cache object: not cached", o->name,
-		  (unsigned long long)size,
-		  (unsigned long long)CACHE_OBJ_SIZE_MAX);
-	cancel_from_locked(o, 0);
-	o->broken = true;
-	o->gen++;
-	o->unmark_seq++;
-	cache_csc_drop_locked(o);
-	memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
-}
-
-/* Drop every block and start a new incarnation (new salt) of the object
- * with the given identity (key NULL: keep the stored one). Order matters
- * for crashes: presence goes first, then data, then the new header. */
-int cache_obj_reset_locked(struct cache_obj *o, const void *key,
-			   size_t keylen, const void *coh, size_t cohlen,
-			   uint64_t size)
-{
-	struct cache *c = o->c;
-	struct meta_hdr h;
-	int ret;
-
-	GW_ASSERT_HELD(&o->lock);
-	assert(o->opened);
-	if (size > CACHE_OBJ_SIZE_MAX) {
-		obj_too_big_locked(o, size);
-		return 0;
-	}
-	if (!key) {
-		key = o->hdr->key;
-		keylen = o->hdr->keylen;
-	}
-	cache_meta_init(&h, c->block_size, key, keylen, coh, cohlen, size);
-	h.last_use_ns = o->hdr->last_use_ns;
-	o->gen++;
-	o->unmark_seq++;
-	cache_csc_drop_locked(o);	/* a new salt: none of them verifies */
-	memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
-	ret = cache_ftruncate(c, o->meta_fd, META_HDR_SIZE);
-	if (!ret)
-		ret = cache_ftruncate(c, o->data_fd, 0);
-	if (!ret)
-		ret = cache_meta_write_hdr(c, o->meta_fd, &h);
-	if (!ret)
-		ret = alloc_bitmap(o, size);
-	if (!ret)
-		*o->hdr = h;
-	cache_obj_update_alloc(o);
-	return ret;
-}
-
-/* An I/O error on this object: count it, drop the object's data, keep the
- * cache going. If even the drop fails the object is broken until its last
- * reference goes, when its files are removed. */
-void cache_obj_fail_locked(struct cache_obj *o, int err, const char *what)
-{
-	GW_ASSERT_HELD(&o->lock);
-	STAT_ADD(o->c, errors, 1);
-	cache_log("I/O error (%s: %s) on object %s: dropped", what,
-		  strerror(-err), o->name);
-	if (err == -ENOSPC || err == -EDQUOT) {
-		/* The filesystem is fuller than our thresholds knew: let the
-		 * culler look now rather than at its next tick. */
-		pthread_mutex_lock(&o->c->cull_lock);
-		pthread_cond_signal(&o->c->cull_cond);
-		pthread_mutex_unlock(&o->c->cull_lock);
-	}
-	if (o->broken || !o->opened)
-		return;
-	if (!cache_writable(o->c) ||
-	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
-				   o->hdr->size)) {
-		o->broken = true;
-		o->gen++;
-		o->unmark_seq++;
-		memset(o->bitmap, 0, (o->nblocks / 64 + 1) * 8);
-	}
-}
-
-static void count_damaged(struct cache_obj *o)
-{
-	STAT_ADD(o->c, corrupt_blocks, 1);
-	STAT_ADD(o->c, corrupt_objects, 1);
-	cache_log("damaged metadata of object %s: dropped", o->name);
-}
-
-static int open_data(struct cache_obj *o, int flags)
-{
-	struct cache *c = o->c;
-	char path[64];
-	bool direct = c->write_mode == CACHE_WRITE_DIRECT &&
-		      !__atomic_load_n(&c->no_direct, __ATOMIC_RELAXED);
-	int fd;
-
-	cache_obj_path(c, o->name, false, path, sizeof(path));
-	fd = openat(c->dirfd, path, flags | (direct ? O_DIRECT : 0), 0600);
-	if (fd < 0 && direct && errno == EINVAL) {
-		/* tmpfs and some FUSE filesystems refuse O_DIRECT. */
-		if (!__atomic_exchange_n(&c->no_direct, 1, __ATOMIC_RELAXED))
-			cache_log("O_DIRECT refused on %s; using buffered I/O",
-				  c->dir);
-		direct = false;
-		fd = openat(c->dirfd, path, flags, 0600);
-	}
-	if (fd < 0)
-		return -errno;
-	o->data_fd = fd;
-	o->direct = direct;
-	return 0;
-}
-
-/* Open (create) the files and load the header and presence bitmap. key NULL
- * accepts the stored identity (inspection by name). A damaged header is
- * counted and the object reset (writable modes) or -EBADMSG (INSPECT). */
-static int obj_open_locked(struct cache_obj *o, const void *key, size_t keylen,
-			   const void *coh, size_t cohlen, uint64_t size,
-			   bool create)
-{
-	struct cache *c = o->c;
-	/* Nothing inside the cache directory is reached through a link. */
-	int flags = O_CLOEXEC | O_NOFOLLOW |
-		    (cache_writable(c) ? O_RDWR : O_RDONLY);
-	char path[64];
-	struct stat st;
-	int ret;
-
-	GW_ASSERT_HELD(&o->lock);
-	if (create) {
-		snprintf(path, sizeof(path), CACHE_OBJ_DIR "/%.2s", o->name);
-		if (!mkdirat(c->dirfd, path, 0700)) {
-			pthread_mutex_lock(&c->lock);
-			c->overhead += 4096;
-			pthread_mutex_unlock(&c->lock);
-		}
-		flags |= O_CREAT;
-	}
-	o->hdr = calloc(1, sizeof(*o->hdr));
-	if (!o->hdr)
-		return -ENOMEM;
-	cache_obj_path(c, o->name, true, path, sizeof(path));
-	o->meta_fd = openat(c->dirfd, path, flags, 0600);
-	if (o->meta_fd < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	ret = open_data(o, flags);
-	if (ret)
-		goto out_close;
-	o->opened = true;
-	if (fstat(o->meta_fd, &st) < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	/* 1. A new file (size 0) is not damage; anything else must parse. */
-	ret = st.st_size ? cache_meta_read_hdr(c, o->meta_fd, o->hdr) : -ENODATA;
-	if (ret == -EBADMSG && key)
-		count_damaged(o);	/* by name (inspection) it is reported */
-	if (ret && ret != -EBADMSG && ret != -ENODATA)
-		goto out_close;
-	if (ret && (!cache_writable(c) || !key))
-		goto out_close;	/* inspection of a damaged object */
-	/* 2. Key collision or changed coherency data: a new incarnation. */
-	if (!ret && key && (o->hdr->keylen != keylen ||
-			    memcmp(o->hdr->key, key, keylen) ||
-			    o->hdr->cohlen != cohlen ||
-			    memcmp(o->hdr->coh, coh, cohlen) ||
-			    o->hdr->size != size))
-		ret = -ESTALE;
-	if (ret) {
-		o->nblocks = 0;
-		ret = alloc_bitmap(o, 0);
-		if (!ret)
-			ret = cache_obj_reset_locked(o, key, keylen, coh, cohlen,
-						     size);
-		if (ret) {
-			STAT_ADD(c, errors, 1);
-			cache_log("I/O error (create: %s) on object %s",
-				  strerror(-ret), o->name);
-			goto out_close;
-		}
-		return 0;
-	}
-	/* 3. A valid object: its presence bitmap. */
-	ret = alloc_bitmap(o, o->hdr->size);
-	if (!ret)
-		ret = cache_meta_load_bitmap(c, o->meta_fd, o->nblocks, o->bitmap);
-	if (ret)
-		goto out_close;
-	cache_obj_update_alloc(o);
-	return 0;
-
-out_close:
-	obj_close_locked(o);
-	return ret;
-}
-
-/* Already open: the metadata on disk may have been damaged since (it is
- * re-read on every get, 512 bytes). */
-static int obj_revalidate_locked(struct cache_obj *o, const void *coh,
-				 size_t cohlen, uint64_t size)
-{
-	struct meta_hdr h;
-	int ret;
-
-	GW_ASSERT_HELD(&o->lock);
-	ret = cache_meta_read_hdr(o->c, o->meta_fd, &h);
-	if (ret == -EBADMSG || (!ret && h.salt != o->hdr->salt)) {
-		count_damaged(o);
-		return cache_obj_reset_locked(o, NULL, 0, coh, cohlen, size);
-	}
-	if (ret) {
-		cache_obj_fail_locked(o, ret, "metadata read");
-		return 0;
-	}
-	return 0;
 }
 
 /* ---- public: get/put ------------------------------------------------------- */
@@ -575,9 +190,10 @@ int cache_obj_get(struct cache *c, const void *key, size_t keylen,
 	/* 2. Open, or re-check what is open, against the caller's view. */
 	pthread_mutex_lock(&o->lock);
 	if (!o->opened) {
-		ret = obj_open_locked(o, key, keylen, coh, cohlen, size, true);
+		ret = cache_obj_open_locked(o, key, keylen, coh, cohlen, size,
+					    true);
 	} else {
-		ret = obj_revalidate_locked(o, coh, cohlen, size);
+		ret = cache_obj_revalidate_locked(o, coh, cohlen, size);
 		if (!ret && !o->broken &&
 		    (o->hdr->keylen != keylen || memcmp(o->hdr->key, key, keylen)))
 			ret = cache_obj_reset_locked(o, key, keylen, coh, cohlen,
@@ -657,7 +273,7 @@ void cache_obj_put(struct cache_obj *o)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (last)
-		obj_close_locked(o);
+		cache_obj_close_locked(o);
 	pthread_mutex_unlock(&o->lock);
 	if (removed) {
 		pthread_mutex_destroy(&o->lock);
@@ -716,114 +332,8 @@ int cache_obj_ref_by_name(struct cache *c, const char *name,
 	pthread_mutex_lock(&o->lock);
 	ret = 0;
 	if (!o->opened)
-		ret = obj_open_locked(o, NULL, 0, NULL, 0, 0, false);
+		ret = cache_obj_open_locked(o, NULL, 0, NULL, 0, 0, false);
 	pthread_mutex_unlock(&o->lock);
 	*out = o;
-	return ret;
-}
-
-/* ---- public: coherency ---------------------------------------------------- */
-
-int cache_obj_check(struct cache_obj *o, const void *coh, size_t cohlen,
-		    uint64_t size)
-{
-	int ret = 0;
-
-	if (cohlen > CACHE_COH_MAX)
-		return -EINVAL;
-	pthread_mutex_lock(&o->lock);
-	if (o->broken) {
-		ret = 1;
-	} else if (o->hdr->cohlen != cohlen || memcmp(o->hdr->coh, coh, cohlen) ||
-		   o->hdr->size != size) {
-		if (cache_obj_reset_locked(o, NULL, 0, coh, cohlen, size))
-			cache_obj_fail_locked(o, -EIO, "invalidate");
-		ret = 1;
-	}
-	pthread_mutex_unlock(&o->lock);
-	return ret;
-}
-
-void cache_obj_invalidate(struct cache_obj *o)
-{
-	pthread_mutex_lock(&o->lock);
-	if (!o->broken &&
-	    cache_obj_reset_locked(o, NULL, 0, o->hdr->coh, o->hdr->cohlen,
-				   o->hdr->size))
-		cache_obj_fail_locked(o, -EIO, "invalidate");
-	pthread_mutex_unlock(&o->lock);
-}
-
-int cache_obj_set_coh(struct cache_obj *o, const void *coh, size_t cohlen,
-		     uint64_t size)
-{
-	struct cache *c = o->c;
-	uint32_t bs = c->block_size;
-	uint64_t oldsize, keep, n;
-	uint64_t *bm;
-	int ret = 0;
-
-	if (cohlen > CACHE_COH_MAX || (cohlen && !coh))
-		return -EINVAL;
-	pthread_mutex_lock(&o->lock);
-	if (o->broken) {
-		ret = -EIO;
-		goto out;
-	}
-	if (size > CACHE_OBJ_SIZE_MAX) {
-		obj_too_big_locked(o, size);
-		goto out;
-	}
-	oldsize = o->hdr->size;
-	/* 1. Blocks that stay valid: all whole blocks below both sizes. A
-	 *    partial last block changes length (its checksum with it). Only
-	 *    present blocks are dropped, a presence word at a time: the time
-	 *    goes by what is cached, not by the file's size. */
-	keep = (oldsize < size ? oldsize : size) / bs;
-	if (size != oldsize) {
-		cache_csc_drop_locked(o);
-		cancel_from_locked(o, keep);
-		for (uint64_t w = keep / 64; w <= o->nblocks / 64 && !ret; w++) {
-			uint64_t bits = o->bitmap[w];
-
-			while (bits && !ret) {
-				uint64_t b = w * 64 + (uint64_t)__builtin_ctzll(bits);
-
-				bits &= bits - 1;
-				if (b >= keep && b < o->nblocks)
-					ret = cache_obj_unmark_locked(o, b);
-			}
-		}
-	}
-	/* 2. The new identity, same salt: kept blocks stay verifiable. */
-	o->hdr->cohlen = cohlen;
-	memset(o->hdr->coh, 0, sizeof(o->hdr->coh));
-	if (cohlen)
-		memcpy(o->hdr->coh, coh, cohlen);
-	o->hdr->size = size;
-	if (!ret)
-		ret = cache_meta_write_hdr(c, o->meta_fd, o->hdr);
-	/* 3. Resize presence; give back the space of a shrunk file. */
-	n = cache_meta_nblocks(size, bs);
-	bm = calloc(n / 64 + 1, 8);
-	if (!bm) {
-		ret = ret ? ret : -ENOMEM;
-	} else {
-		memcpy(bm, o->bitmap, ((n < o->nblocks ? n : o->nblocks) / 64 + 1) * 8);
-		if (n % 64)
-			bm[n / 64] &= (1ull << (n % 64)) - 1;
-		else
-			bm[n / 64] = 0;
-		free(o->bitmap);
-		o->bitmap = bm;
-		o->nblocks = n;
-	}
-	if (!ret && size < oldsize)
-		ret = cache_ftruncate(c, o->data_fd, (off_t)keep * bs);
-	if (ret)
-		cache_obj_fail_locked(o, ret, "update");
-	cache_obj_update_alloc(o);
-out:
-	pthread_mutex_unlock(&o->lock);
 	return ret;
 }

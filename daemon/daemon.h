@@ -5,6 +5,8 @@
  *
  * main.c:     command line, daemon start-up, session loop, teardown.
  * opts.c:     -o option parsing and validation (struct gw_opts: gw_i.h).
+ * opts_table.c: every option's row (name, default, range, help) and
+ *             --help printed from it.
  * drain.c:    signals (HUP, INT, TERM), detaching, the bounded stop.
  * ctl.c:      the control socket (cachegw-inspect) and the counters.
  * ctl_warm.c: control commands for cachegw-inspect warm.
@@ -25,7 +27,58 @@
  * stderr). */
 int gw_opts_parse(int argc, char **argv, struct gw_opts *o);
 void gw_opts_free(struct gw_opts *o);
+
+/* ---- opts_table.c: the options, one row each ---- */
+/* The options a row cannot parse by its kind alone (opts.c's opt_proc). */
+enum gw_opt_key {
+	GW_OPTKEY_HELP, GW_OPTKEY_VERSION, GW_OPTKEY_FG, GW_OPTKEY_DEBUG,
+	GW_OPTKEY_ACTIMEO, GW_OPTKEY_METRICS,
+	GW_OPTKEY_PASS,			/* a mount flag for the kernel */
+	GW_OPTKEY_IGNORE,		/* accepted, no effect */
+	GW_OPTKEY_ROW = 1000,		/* + a row's index: parsed by its kind */
+};
+
+enum gw_opt_kind {
+	GW_OPT_SECTION,			/* a heading of --help, not an option */
+	GW_OPT_NUM,			/* a decimal number, min..max */
+	GW_OPT_SIZE,			/* bytes, K/M/G/T suffixes, min..max */
+	GW_OPT_STR,			/* a string, copied */
+	GW_OPT_CHOICE,			/* one of words, stored as its index */
+	GW_OPT_FLAG,			/* no value: the field becomes 1 (name)
+					 * or 0 (words: the negation) */
+	GW_OPT_KEY,			/* parsed by opt_proc's case for key */
+};
+
+#define GW_OPTF_POW2	1u		/* a power of two */
+#define GW_OPTF_OR_ZERO	2u		/* 0, or min..max */
+
+/* One option: what the parser accepts and sets, the default it starts
+ * from, and what --help prints. */
+struct gw_opt_row {
+	const char *name;
+	enum gw_opt_kind kind;
+	size_t off, size;		/* its field of struct gw_opts */
+	uint64_t def, min, max;
+	unsigned flags;			/* GW_OPTF_* */
+	const char *words;		/* GW_OPT_CHOICE: "a|b|c"; GW_OPT_FLAG:
+					 * the negation (NULL: none) */
+	int key;			/* GW_OPT_KEY: a GW_OPTKEY_* */
+	const char *arg;		/* the value's name in --help ("N") */
+	const char *defword;		/* the default in words, printed
+					 * instead of def ("no cap"; NULL:
+					 * def, none for STR and KEY) */
+	const char *help;		/* --help's line (NULL: not listed) */
+};
+
+extern const struct gw_opt_row gw_opt_table[];
+extern const size_t gw_opt_rows;
+/* --help: the usage, then every row that has a help line. */
 void gw_usage(const char *prog);
+/* "64K": bytes in the largest unit that divides them. */
+void gw_fmt_size(uint64_t v, char *buf, size_t len);
+/* The words of a choice ("a|b|c") as "a SEP b LAST c". */
+void gw_opt_words(const char *words, const char *sep, const char *last,
+		  char *buf, size_t len);
 
 /* ---- drain.c: signals and the stop (see the file's comment) ----
  * Its lock is taken before the handle list's (handles.c), and never by a

@@ -1,10 +1,13 @@
-/* opts.c - command line: `cachegw SOURCE MOUNTPOINT [-f] [-o OPT[,OPT...]]`.
+/* opts.c - command line: `cachegw SOURCE MOUNTPOINT [-f] [-o OPT[,OPT...]]`,
+ * parsed against the options table (opts_table.c): its defaults first,
+ * then each option by its row's kind and range.
  *
  * Option names follow nfs(5), cachefilesd.conf and FUSE where one exists.
  * Anything that is neither ours nor a mount option libfuse understands is
  * an error, so a typo never silently changes behaviour.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stddef.h>
@@ -16,87 +19,7 @@
 #include "config.h"
 #include "cache.h"
 #include "daemon.h"
-
-enum {
-	KEY_HELP, KEY_VERSION, KEY_FG, KEY_DEBUG, KEY_ACTIMEO, KEY_SIZE,
-	KEY_BLOCK, KEY_WRITE, KEY_RA, KEY_PASS, KEY_SOFT, KEY_HARD, KEY_NOCTO, KEY_SUPERVISE, KEY_NOSUPERVISE,
-	KEY_CTO, KEY_ALLOW_OTHER, KEY_RO, KEY_IGNORE, KEY_WINDOW, KEY_DIRTY,
-	KEY_CWRITES, KEY_METRICS, KEY_WRITEBACK, KEY_NOWRITEBACK,
-	KEY_FILLBEHIND,
-};
-
-#define OPT(t, f) { t, offsetof(struct gw_opts, f), 1 }
-static const struct fuse_opt gw_optspec[] = {
-	OPT("cache_dir=%s", cache_dir),
-	OPT("nconnect=%u", nconnect),
-	OPT("rsize=%u", rsize),
-	OPT("wsize=%u", wsize),
-	OPT("timeo=%u", timeo),
-	OPT("retrans=%u", retrans),
-	OPT("acregmin=%u", acregmin),
-	OPT("acregmax=%u", acregmax),
-	OPT("acdirmin=%u", acdirmin),
-	OPT("acdirmax=%u", acdirmax),
-	OPT("brun=%u", brun),
-	OPT("bcull=%u", bcull),
-	OPT("bstop=%u", bstop),
-	OPT("max_threads=%u", max_threads),
-	OPT("dir_max_entries=%u", dir_max_entries),
-	OPT("reclaim_after=%lu", reclaim_after),
-	OPT("logfile=%s", logfile),
-	OPT("pidfile=%s", pidfile),
-	OPT("drain_timeout=%u", drain_timeout),
-	OPT("offline=%u", offline),
-	FUSE_OPT_KEY("actimeo=", KEY_ACTIMEO),
-	FUSE_OPT_KEY("cache_size=", KEY_SIZE),
-	FUSE_OPT_KEY("cache_block=", KEY_BLOCK),
-	FUSE_OPT_KEY("cache_write=", KEY_WRITE),
-	FUSE_OPT_KEY("readahead=", KEY_RA),
-	FUSE_OPT_KEY("write_window=", KEY_WINDOW),
-	FUSE_OPT_KEY("dirty_max=", KEY_DIRTY),
-	FUSE_OPT_KEY("cache_writes=", KEY_CWRITES),
-	FUSE_OPT_KEY("fill_behind=", KEY_FILLBEHIND),
-	FUSE_OPT_KEY("metrics=", KEY_METRICS),
-	FUSE_OPT_KEY("soft", KEY_SOFT),
-	FUSE_OPT_KEY("hard", KEY_HARD),
-	FUSE_OPT_KEY("nocto", KEY_NOCTO),
-	FUSE_OPT_KEY("supervise", KEY_SUPERVISE),
-	FUSE_OPT_KEY("nosupervise", KEY_NOSUPERVISE),
-	FUSE_OPT_KEY("cto", KEY_CTO),
-	FUSE_OPT_KEY("writeback", KEY_WRITEBACK),
-	FUSE_OPT_KEY("nowriteback", KEY_NOWRITEBACK),
-	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
-	FUSE_OPT_KEY("ro", KEY_RO),
-	FUSE_OPT_KEY("rw", KEY_IGNORE),
-	/* Passed to the kernel/libfuse as they are. */
-	FUSE_OPT_KEY("default_permissions", KEY_IGNORE),
-	FUSE_OPT_KEY("nosuid", KEY_PASS),
-	FUSE_OPT_KEY("suid", KEY_PASS),
-	FUSE_OPT_KEY("nodev", KEY_PASS),
-	FUSE_OPT_KEY("dev", KEY_PASS),
-	FUSE_OPT_KEY("noexec", KEY_PASS),
-	FUSE_OPT_KEY("exec", KEY_PASS),
-	FUSE_OPT_KEY("noatime", KEY_PASS),
-	FUSE_OPT_KEY("atime", KEY_PASS),
-	FUSE_OPT_KEY("relatime", KEY_PASS),
-	FUSE_OPT_KEY("sync", KEY_PASS),
-	FUSE_OPT_KEY("async", KEY_PASS),
-	FUSE_OPT_KEY("dirsync", KEY_PASS),
-	/* fstab words mount.fuse3 may leave in. */
-	FUSE_OPT_KEY("defaults", KEY_IGNORE),
-	FUSE_OPT_KEY("_netdev", KEY_IGNORE),
-	FUSE_OPT_KEY("nofail", KEY_IGNORE),
-	FUSE_OPT_KEY("auto", KEY_IGNORE),
-	FUSE_OPT_KEY("noauto", KEY_IGNORE),
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_KEY("-f", KEY_FG),
-	FUSE_OPT_KEY("-d", KEY_DEBUG),
-	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	FUSE_OPT_END
-};
+#include "nfsc.h"
 
 /* fuse_opt_parse fills templates at offsets from its data pointer: the
  * options must come first. */
@@ -105,64 +28,6 @@ struct parse_ctx {
 	int result;		/* 0 ok, 1 done (help), -1 error */
 	int positional;
 };
-
-void gw_usage(const char *prog)
-{
-	printf(
-"usage: %s nfs://SERVER/EXPORT[?nfsport=N&mountport=N] MOUNTPOINT [-f] [-o OPTIONS]\n"
-"\n"
-"Mounts an NFS export through FUSE with a persistent, checksummed cache.\n"
-"\n"
-"  -f                   stay in the foreground (log to stderr)\n"
-"  -d, -o debug         FUSE debug output (implies -f)\n"
-"  -h, --help           this help;  -V, --version  the version\n"
-"\n"
-"Options (-o, comma separated):\n"
-"  cache_dir=DIR        the cache directory (required)\n"
-"  cache_size=BYTES     hard cap on cached bytes (K/M/G/T suffixes)\n"
-"  cache_block=BYTES    block size of new caches, power of two 4K..4M [64K]\n"
-"  cache_write=MODE     direct | dontcache | buffered | fadvise [direct]\n"
-"  brun=%%,bcull=%%,bstop=%% free-space thresholds of the cache fs [10,7,3]\n"
-"  readahead=BYTES      largest readahead window [8M]\n"
-"  write_window=BYTES   bytes of WRITE in flight per mount [64M]\n"
-"  dirty_max=BYTES      writeback: the mount's dirty pages, 0 = global limits [0]\n"
-"  cache_writes=MODE    through (cache written data) | around (drop it)\n"
-"  fill_behind=MODE     cache disk behind the origin: wait (readers slow to\n"
-"                       the disk) | skip (what it cannot take is not cached)\n"
-"  nconnect=N           connections to the origin [4]\n"
-"  rsize=,wsize=BYTES   caps on READ/WRITE sizes [server's maximum]\n"
-"  hard | soft          retry forever, or fail after retrans [hard]\n"
-"  timeo=DS,retrans=N   deciseconds before a retry [600], retries [3]\n"
-"  actimeo=S            sets acregmin, acregmax, acdirmin, acdirmax\n"
-"  acregmin=S,acregmax=S,acdirmin=S,acdirmax=S  attribute cache [3,60,30,60]\n"
-"  nocto                no attribute check on open\n"
-"  writeback            kernel write-back cache: writes land in the page\n"
-"                       cache, reach the origin at flush/fsync/close [off]\n"
-"  allow_other          let other users use the mount\n"
-"  ro                   read-only mount\n"
-"  max_threads=N        FUSE worker threads [16]\n"
-"  dir_max_entries=N    entries in one directory listing; a larger\n"
-"                       directory fails to open with EFBIG [2097152]\n"
-"  reclaim_after=N      after N new node-ids (and the table's size at the\n"
-"                       last pass), drop those of files gone at the origin\n"
-"                       [100000; 0: only on cachegw-inspect reclaim]\n"
-"  pidfile=PATH         the main process's pid (the supervisor's with\n"
-"                       supervise), rewritten by a takeover [none]\n"
-"  logfile=PATH         log here (SIGHUP reopens it) [stderr; syslog when\n"
-"                       in the background]\n"
-"  drain_timeout=S      after SIGTERM: for open files, then for the last\n"
-"                       commits [30]\n"
-"  supervise            a supervising process keeps the FUSE connection and\n"
-"                       starts a successor when the serving one dies\n"
-"                       (needs Linux >= 6.9)\n"
-"  nosupervise          no supervisor [the default]\n"
-"  offline=S            origin silent S seconds: serve what the cache holds,\n"
-"                       fail what it does not (EHOSTDOWN); start without\n"
-"                       the origin from a warm cache [0: off]\n"
-"  metrics=[ADDR:]PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
-"                       [off; ADDR 127.0.0.1 unless given: 0.0.0.0, [::]]\n",
-	       prog);
-}
 
 /* "64M" -> bytes. Returns 0 or -EINVAL. */
 static int parse_size(const char *s, uint64_t *out)
@@ -240,6 +105,131 @@ static int bad_value(struct parse_ctx *p, const char *arg, const char *why)
 	return -1;
 }
 
+/* Set row r's field of o to v. */
+static void row_store(struct gw_opts *o, const struct gw_opt_row *r, uint64_t v)
+{
+	char *field = (char *)o + r->off;
+
+	if (r->size == sizeof(bool)) {
+		bool b = v != 0;
+
+		memcpy(field, &b, sizeof(b));
+	} else if (r->size == sizeof(uint32_t)) {
+		uint32_t x = (uint32_t)v;
+
+		assert(v <= UINT32_MAX);
+		memcpy(field, &x, sizeof(x));
+	} else {
+		assert(r->size == sizeof(uint64_t));
+		memcpy(field, &v, sizeof(v));
+	}
+}
+
+/* A decimal number, nothing else. */
+static int parse_num(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* What a row of kind NUM or SIZE accepts, for the message refusing
+ * something else. */
+static void row_expected(const struct gw_opt_row *r, char *buf, size_t len)
+{
+	uint64_t top = r->size == sizeof(uint32_t) ? UINT32_MAX : UINT64_MAX;
+	char lo[32], hi[32];
+
+	if (r->kind == GW_OPT_NUM) {
+		if (r->max < top)
+			snprintf(buf, len, "expected %llu to %llu",
+				 (unsigned long long)r->min,
+				 (unsigned long long)r->max);
+		else if (r->min)
+			snprintf(buf, len, "expected at least %llu",
+				 (unsigned long long)r->min);
+		else
+			snprintf(buf, len, "expected a number");
+		return;
+	}
+	gw_fmt_size(r->min, lo, sizeof(lo));
+	gw_fmt_size(r->max, hi, sizeof(hi));
+	if (r->flags & GW_OPTF_POW2)
+		snprintf(buf, len, "expected a power of two, %s to %s", lo, hi);
+	else if (r->min && r->max < top)
+		snprintf(buf, len, "expected %sbytes, %s to %s",
+			 r->flags & GW_OPTF_OR_ZERO ? "0 or " : "", lo, hi);
+	else if (r->max < top)
+		snprintf(buf, len, "expected bytes up to %s", hi);
+	else
+		snprintf(buf, len, "expected bytes, e.g. 16G");
+}
+
+/* An option of row r (arg as given, val after its '='). */
+static int row_proc(struct parse_ctx *p, const struct gw_opt_row *r,
+		    const char *arg, const char *val)
+{
+	char why[128];
+	uint64_t v;
+
+	switch (r->kind) {
+	case GW_OPT_NUM:
+	case GW_OPT_SIZE:
+		if ((r->kind == GW_OPT_NUM ? parse_num(val, &v) :
+					  parse_size(val, &v)) ||
+		    ((v < r->min || v > r->max) &&
+		     !(v == 0 && (r->flags & GW_OPTF_OR_ZERO))) ||
+		    ((r->flags & GW_OPTF_POW2) && (v & (v - 1)))) {
+			row_expected(r, why, sizeof(why));
+			return bad_value(p, arg, why);
+		}
+		row_store(&p->o, r, v);
+		return 0;
+	case GW_OPT_STR: {
+		char **field = (char **)((char *)&p->o + r->off);
+		char *copy = strdup(val);
+
+		if (!copy)
+			return bad_value(p, arg, "out of memory");
+		free(*field);
+		*field = copy;
+		return 0;
+	}
+	case GW_OPT_CHOICE: {
+		const char *w = r->words;
+		size_t n = strlen(val);
+
+		for (v = 0; w; v++) {
+			size_t wl = strcspn(w, "|");
+
+			if (wl == n && !strncmp(w, val, n)) {
+				row_store(&p->o, r, v);
+				return 0;
+			}
+			w = w[wl] ? w + wl + 1 : NULL;
+		}
+		/* "expected a, b or c" */
+		snprintf(why, sizeof(why), "expected ");
+		gw_opt_words(r->words, ", ", " or ", why + strlen(why),
+			     sizeof(why) - strlen(why));
+		return bad_value(p, arg, why);
+	}
+	case GW_OPT_FLAG:
+		row_store(&p->o, r, strcmp(arg, r->name) ? 0 : 1);
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
@@ -274,149 +264,97 @@ static int opt_proc(void *data, const char *arg, int key,
 				"cachegw --help)\n", arg);
 		p->result = -1;
 		return -1;
-	case KEY_HELP:
+	case GW_OPTKEY_HELP:
 		gw_usage("cachegw");
 		p->result = 1;
 		return -1;
-	case KEY_VERSION:
+	case GW_OPTKEY_VERSION:
 		printf("cachegw %s\n", CACHEGW_VERSION);
 		p->result = 1;
 		return -1;
-	case KEY_FG:
+	case GW_OPTKEY_FG:
 		o->foreground = true;
 		return 0;
-	case KEY_DEBUG:
+	case GW_OPTKEY_DEBUG:
 		o->debug = o->foreground = true;
 		return 0;
-	case KEY_ACTIMEO:
+	case GW_OPTKEY_ACTIMEO:
 		if (parse_size(val, &v) || v > 86400 * 365)
 			return bad_value(p, arg, "expected seconds");
 		o->acregmin = o->acregmax = o->acdirmin = o->acdirmax =
 			(unsigned)v;
 		return 0;
-	case KEY_SIZE:
-		if (parse_size(val, &v))
-			return bad_value(p, arg, "expected bytes, e.g. 16G");
-		o->cache_size = v;
-		return 0;
-	case KEY_BLOCK:
-		if (parse_size(val, &v) || v < CACHE_BLOCK_MIN ||
-		    v > CACHE_BLOCK_MAX || (v & (v - 1)))
-			return bad_value(p, arg,
-					 "expected a power of two, 4K to 4M");
-		o->cache_block = (uint32_t)v;
-		return 0;
-	case KEY_WRITE:
-		if (!strcmp(val, "direct"))
-			o->cache_write = CACHE_WRITE_DIRECT;
-		else if (!strcmp(val, "dontcache"))
-			o->cache_write = CACHE_WRITE_DONTCACHE;
-		else if (!strcmp(val, "buffered"))
-			o->cache_write = CACHE_WRITE_BUFFERED;
-		else if (!strcmp(val, "fadvise"))
-			o->cache_write = CACHE_WRITE_FADVISE;
-		else
-			return bad_value(p, arg, "expected direct, dontcache, "
-					 "buffered or fadvise");
-		return 0;
-	case KEY_RA:
-		if (parse_size(val, &v) || v > (1ull << 30))
-			return bad_value(p, arg, "expected bytes up to 1G");
-		o->readahead = v;
-		return 0;
-	case KEY_WINDOW:
-		if (parse_size(val, &v) || v < 4096 || v > (1ull << 34))
-			return bad_value(p, arg, "expected bytes, 4K to 16G");
-		o->write_window = v;
-		return 0;
-	case KEY_DIRTY:
-		if (parse_size(val, &v) || (v && v < (1u << 20)) ||
-		    v > (1ull << 40))
-			return bad_value(p, arg, "expected 0 or bytes, 1M to 1T");
-		o->dirty_max = v;
-		return 0;
-	case KEY_CWRITES:
-		if (!strcmp(val, "through"))
-			o->cache_writes_around = false;
-		else if (!strcmp(val, "around"))
-			o->cache_writes_around = true;
-		else
-			return bad_value(p, arg, "expected through or around");
-		return 0;
-	case KEY_FILLBEHIND:
-		if (!strcmp(val, "wait"))
-			o->fill_skip = false;
-		else if (!strcmp(val, "skip"))
-			o->fill_skip = true;
-		else
-			return bad_value(p, arg, "expected wait or skip");
-		return 0;
-	case KEY_METRICS:
+	case GW_OPTKEY_METRICS:
 		if (parse_metrics(val, o))
 			return bad_value(p, arg, "expected [ADDR:]PORT, e.g. "
 					 "9100, 127.0.0.1:9100, 0.0.0.0:9100 "
 					 "or [::1]:9100");
 		return 0;
-	case KEY_SOFT:
-		o->soft = true;
+	case GW_OPTKEY_IGNORE:
 		return 0;
-	case KEY_HARD:
-		o->soft = false;
-		return 0;
-	case KEY_NOCTO:
-		o->nocto = true;
-		return 0;
-	case KEY_SUPERVISE:
-		o->supervise = true;
-		return 0;
-	case KEY_NOSUPERVISE:
-		o->supervise = false;
-		return 0;
-	case KEY_CTO:
-		o->nocto = false;
-		return 0;
-	case KEY_WRITEBACK:
-		o->writeback = true;
-		return 0;
-	case KEY_NOWRITEBACK:
-		o->writeback = false;
-		return 0;
-	case KEY_ALLOW_OTHER:
-		o->allow_other = true;
-		return 0;
-	case KEY_RO:
-		o->ro = true;
-		return 0;
-	case KEY_IGNORE:
-		return 0;
-	case KEY_PASS:
+	case GW_OPTKEY_PASS:
 		return 1;	/* keep it for libfuse */
 	}
+	if (key >= GW_OPTKEY_ROW && key < GW_OPTKEY_ROW + (int)gw_opt_rows)
+		return row_proc(p, &gw_opt_table[key - GW_OPTKEY_ROW], arg,
+				val);
 	return 1;
+}
+
+/* o's defaults from the table, and spec: one fuse_opt per name of it
+ * ("name=" for an option with a value, "name" for a word; a flag with a
+ * negation has two), its templates in templ, ended by FUSE_OPT_END. */
+static void spec_from_table(struct gw_opts *o, struct fuse_opt *spec,
+			    char (*templ)[32])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < gw_opt_rows; i++) {
+		const struct gw_opt_row *r = &gw_opt_table[i];
+		bool value = r->kind != GW_OPT_FLAG &&
+			     (r->kind != GW_OPT_KEY || r->arg);
+		int key = r->kind == GW_OPT_KEY ? r->key :
+						  GW_OPTKEY_ROW + (int)i;
+
+		if (r->kind == GW_OPT_SECTION)
+			continue;
+		if (r->kind != GW_OPT_STR && r->kind != GW_OPT_KEY)
+			row_store(o, r, r->def);
+		snprintf(templ[n], sizeof(templ[n]), "%s%s", r->name,
+			 value ? "=" : "");
+		spec[n] = (struct fuse_opt)FUSE_OPT_KEY(templ[n], key);
+		n++;
+		if (r->kind == GW_OPT_FLAG && r->words) {
+			snprintf(templ[n], sizeof(templ[n]), "%s", r->words);
+			spec[n] = (struct fuse_opt)FUSE_OPT_KEY(templ[n], key);
+			n++;
+		}
+	}
+	spec[n] = (struct fuse_opt)FUSE_OPT_END;
 }
 
 int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_opt *spec = calloc(2 * gw_opt_rows + 1, sizeof(*spec));
+	char (*templ)[32] = calloc(2 * gw_opt_rows, sizeof(*templ));
 	struct parse_ctx pc;
 	struct gw_opts *o = &pc.o;
+	int ret;
 
 	memset(&pc, 0, sizeof(pc));
-	o->acregmin = 3;
-	o->acregmax = 60;
-	o->acdirmin = 30;
-	o->acdirmax = 60;
-	o->readahead = 8u << 20;
-	o->brun = 10;
-	o->bcull = 7;
-	o->bstop = 3;
-	o->max_threads = 16;
-	o->dir_max_entries = 2097152;
-	o->reclaim_after = 100000;
-	o->write_window = 64u << 20;
-	o->drain_timeout = 30;
-	if (fuse_opt_parse(&args, &pc, gw_optspec, opt_proc) != 0 ||
-	    pc.result) {
+	if (!spec || !templ) {
+		free(spec);
+		free(templ);
+		fprintf(stderr, "cachegw: out of memory\n");
+		*out = *o;
+		return -1;
+	}
+	spec_from_table(o, spec, templ);
+	ret = fuse_opt_parse(&args, &pc, spec, opt_proc);
+	free(spec);
+	free(templ);
+	if (ret != 0 || pc.result) {
 		fuse_opt_free_args(&args);
 		*out = *o;
 		return pc.result > 0 ? 1 : -1;
@@ -439,35 +377,9 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 		o->acregmax = o->acregmin;
 	if (o->acdirmin > o->acdirmax)
 		o->acdirmax = o->acdirmin;
-	if (o->max_threads < 1 || o->max_threads > 1024) {
-		fprintf(stderr, "cachegw: invalid option 'max_threads': "
-			"expected 1 to 1024\n");
-		return -1;
-	}
-	if (o->dir_max_entries < 1) {
-		fprintf(stderr, "cachegw: invalid option 'dir_max_entries=0': "
-			"expected at least 1\n");
-		return -1;
-	}
-	if (o->drain_timeout < 1 || o->drain_timeout > 86400) {
-		fprintf(stderr, "cachegw: invalid option 'drain_timeout=%u': "
-			"expected 1 to 86400 seconds\n", o->drain_timeout);
-		return -1;
-	}
-	if (o->offline > 86400) {
-		fprintf(stderr, "cachegw: invalid option 'offline=%u': "
-			"expected 1 to 86400 seconds, or 0 (off)\n",
-			o->offline);
-		return -1;
-	}
 	if (o->dirty_max && !o->writeback) {
 		fprintf(stderr, "cachegw: invalid option 'dirty_max': it limits "
 			"the kernel's write-back cache; add -o writeback\n");
-		return -1;
-	}
-	if (o->nconnect > 64) {
-		fprintf(stderr, "cachegw: invalid option 'nconnect=%u': "
-			"expected 1 to 64\n", o->nconnect);
 		return -1;
 	}
 	if (!(o->brun > o->bcull && o->bcull > o->bstop && o->brun < 100)) {

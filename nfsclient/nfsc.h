@@ -31,6 +31,12 @@
 #define NFSC_FH_MAX 64		/* NFSv3 file handles are at most 64 bytes */
 #define NFSC_NGROUPS_MAX 16	/* AUTH_SYS carries at most 16 groups */
 #define NFSC_NAME_MAX 255
+/* What a 0 in struct nfsc_opts stands for; the gateway's options table
+ * (daemon/opts.c) takes its defaults from these. */
+#define NFSC_NCONNECT_DEFAULT 4
+#define NFSC_NCONNECT_MAX 64
+#define NFSC_TIMEO_DEFAULT 600		/* deciseconds */
+#define NFSC_RETRANS_DEFAULT 3
 
 struct nfsc;			/* a connection pool to one export */
 
@@ -64,10 +70,13 @@ struct nfsc_cred {
 };
 
 struct nfsc_opts {
-	unsigned nconnect;		/* connections; 0 = 4 */
+	unsigned nconnect;		/* connections, at most
+					 * NFSC_NCONNECT_MAX; 0: the default */
 	uint32_t rsize, wsize;		/* caps in bytes; 0 = server's max */
-	unsigned timeo;			/* deciseconds before a retry; 0 = 600 */
-	unsigned retrans;		/* retries before a soft call fails; 0 = 3 */
+	unsigned timeo;			/* deciseconds before a retry; 0: the
+					 * default */
+	unsigned retrans;		/* retries before a soft call fails; 0:
+					 * the default */
 	bool soft;			/* fail with -ETIMEDOUT instead of retrying
 					 * forever (hard, the default) */
 	unsigned offline;		/* seconds without an answer after which

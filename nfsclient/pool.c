@@ -286,13 +286,13 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 	}
 	nfsc_inject_from_env(n);
 	if (!n->opts.nconnect)
-		n->opts.nconnect = 4;
-	if (n->opts.nconnect > 64)
-		n->opts.nconnect = 64;
+		n->opts.nconnect = NFSC_NCONNECT_DEFAULT;
+	if (n->opts.nconnect > NFSC_NCONNECT_MAX)
+		n->opts.nconnect = NFSC_NCONNECT_MAX;
 	if (!n->opts.timeo)
-		n->opts.timeo = 600;
+		n->opts.timeo = NFSC_TIMEO_DEFAULT;
 	if (!n->opts.retrans)
-		n->opts.retrans = 3;
+		n->opts.retrans = NFSC_RETRANS_DEFAULT;
 	n->nconn = n->opts.nconnect;
 	n->conns = calloc(n->nconn, sizeof(*n->conns));
 	if (!n->conns) {

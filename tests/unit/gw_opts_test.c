@@ -1,9 +1,12 @@
-/* gw_opts_test: the gateway's option parsing (daemon/opts.c) on its own:
- * the defaults a user gets, what actimeo= and friends set, sizes with
- * suffixes, the caps that follow from other options, and bad values
- * refused with a message naming the option (never taken silently). */
+/* gw_opts_test: the gateway's option parsing (daemon/opts.c, against the
+ * table of daemon/opts_table.c) on its own: the defaults a user gets (the
+ * numbers nfsclient/ and cache/ use for 0), what actimeo= and friends
+ * set, choices and flags, sizes with suffixes, the caps that follow from
+ * other options, and bad values refused with a message naming the option
+ * (never taken silently, nor half read). */
 #include <stdint.h>
 
+#include "cache.h"
 #include "check.h"
 #include "daemon.h"
 
@@ -64,6 +67,23 @@ int main(void)
 	CHECK_EQ(o.write_window, 64u << 20);
 	CHECK(!o.nocto && !o.soft && !o.writeback && !o.ro);
 	CHECK_EQ(o.cache_size, 0);
+	/* What nfsclient/ and cache/ would take for 0: the same numbers. */
+	CHECK_EQ(o.nconnect, NFSC_NCONNECT_DEFAULT);
+	CHECK_EQ(o.timeo, NFSC_TIMEO_DEFAULT);
+	CHECK_EQ(o.retrans, NFSC_RETRANS_DEFAULT);
+	CHECK_EQ(o.cache_block, CACHE_BLOCK_DEFAULT);
+	CHECK_EQ(o.cache_write, CACHE_WRITE_DIRECT);
+	CHECK_EQ(o.brun, CACHE_BRUN_DEFAULT);
+	CHECK_EQ(o.bcull, CACHE_BCULL_DEFAULT);
+	CHECK_EQ(o.bstop, CACHE_BSTOP_DEFAULT);
+	CHECK(!o.cache_writes_around && !o.fill_skip && !o.supervise);
+	gw_opts_free(&o);
+
+	/* Words of a choice, and flags with their negations. */
+	CHECK_EQ(parse("cache_dir=/c,cache_write=fadvise,cache_writes=around,"
+		       "fill_behind=skip,soft,hard,supervise", &o), 0);
+	CHECK_EQ(o.cache_write, CACHE_WRITE_FADVISE);
+	CHECK(o.cache_writes_around && o.fill_skip && !o.soft && o.supervise);
 	gw_opts_free(&o);
 
 	/* actimeo= sets all four; a min above its max raises the max. */
@@ -108,6 +128,14 @@ int main(void)
 	refused("cache_dir=/c,dir_max_entries=0", "dir_max_entries");
 	refused("cache_dir=/c,cache_size=lots", "cache_size");
 	refused("cache_dir=/c,no_such_option=1", "no_such_option");
+	/* A number is a number: no trailing letters, no sign. */
+	refused("cache_dir=/c,nconnect=5abc", "nconnect=5abc");
+	refused("cache_dir=/c,rsize=-1", "rsize=-1");
+	refused("cache_dir=/c,nconnect=65", "expected 1 to 64");
+	refused("cache_dir=/c,cache_block=12K", "power of two");
+	refused("cache_dir=/c,cache_write=fast",
+		"expected direct, dontcache, buffered or fadvise");
+	refused("cache_dir=/c,writeback,dirty_max=4k", "expected 0 or bytes");
 	{
 		char *argv[] = { "cachegw", "nfs://h/e", NULL };
 
