@@ -1,5 +1,6 @@
 /* dir.c - opening a cache directory: checks, cache.conf, the lock file,
  * layout; and closing it. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "fileio.h"
 #include "seterr.h"
 
 uint32_t cache_block_size(const struct cache *c)
@@ -36,6 +38,33 @@ void cache_link_err(char *err, size_t errlen, const char *dir,
 
 /* ---- cache.conf ----------------------------------------------------------- */
 
+/* The number of a line "name = N" (N decimal, below 2^32): 1 and *v;
+ * 0 when the line is not name's; -1 when its number is not one (a number
+ * past 32 bits is damage, not its low bits: 2^32 + 2 is not version 2). */
+static int conf_num(const char *line, const char *name, uint32_t *v)
+{
+	size_t len = strlen(name);
+	unsigned long long n;
+	char *end;
+
+	line += strspn(line, " \t");
+	if (strncmp(line, name, len))
+		return 0;
+	line += len;
+	line += strspn(line, " \t");
+	if (*line++ != '=')
+		return 0;
+	line += strspn(line, " \t");
+	if (!isdigit((unsigned char)*line))
+		return -1;
+	errno = 0;
+	n = strtoull(line, &end, 10);
+	if (errno || n > UINT32_MAX || (*end && !isspace((unsigned char)*end)))
+		return -1;
+	*v = (uint32_t)n;
+	return 1;
+}
+
 /* 0 and the version and block size from the file, -ENOENT if there is none, -EINVAL if
  * it cannot be parsed. */
 static int conf_read(int dirfd, unsigned *version, uint32_t *bs)
@@ -56,18 +85,22 @@ static int conf_read(int dirfd, unsigned *version, uint32_t *bs)
 	*bs = 0;
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long v;
+		uint32_t v;
+		int r = conf_num(line, "format_version", &v);
 
-		if (sscanf(line, " format_version = %lu", &v) == 1)
+		if (r > 0)
 			*version = v;
-		else if (sscanf(line, " block_size = %lu", &v) == 1)
+		else if (!r && (r = conf_num(line, "block_size", &v)) > 0)
 			*bs = v;
+		if (r < 0)
+			return -EINVAL;
 	}
 	return *version ? 0 : -EINVAL;
 }
 
 /* Written to a temporary name and renamed so a crash never leaves a
- * half-written header that would make the directory look foreign. */
+ * half-written header that would make the directory look foreign; the
+ * directory fsync'd, so a power cut does not lose the name. */
 static int conf_write(int dirfd, uint32_t bs)
 {
 	char buf[256];
@@ -90,6 +123,8 @@ static int conf_write(int dirfd, uint32_t bs)
 		ret = -errno;
 	if (ret)
 		unlinkat(dirfd, CACHE_CONF_NAME ".tmp", 0);
+	else
+		ret = fsync_dir(dirfd);
 	return ret;
 }
 

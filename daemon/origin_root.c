@@ -3,8 +3,8 @@
  * while the origin cannot be reached: every other handle is in the
  * node-id table, the root's comes from the MOUNT reply. One line:
  * "cachegw-origin-root 1 SERVER:EXPORT HEX". Written (atomically: a
- * temporary file renamed over it) when a mount shows another handle than
- * the one kept; read only with offline=.
+ * temporary file renamed over it, the directory fsync'd) when a mount
+ * shows another handle than the one kept; read only with offline=.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fileio.h"
 
 #define ROOT_FILE "origin-root"
 #define ROOT_MAGIC "cachegw-origin-root 1"
@@ -93,5 +94,7 @@ int gw_origin_root_save(const char *cache_dir, const char *server,
 		ret = -errno;
 	if (ret)
 		unlink(tmp);
+	else
+		ret = fsync_parent(path);
 	return ret;
 }

@@ -197,12 +197,14 @@ int nlog_append(struct nodes *t, const uint8_t *rec, size_t len)
 	return 0;
 }
 
-/* Make sure next_id < hwm: reserve a batch durably. Lock held (wr). */
+/* Make sure next_id < hwm: reserve a batch durably (never past the last
+ * id). Lock held (wr). */
 int nlog_reserve_ids(struct nodes *t)
 {
 	NODES_ASSERT_WR(t);
 	uint8_t rec[REC_MAX];
-	uint64_t hwm = t->next_id + NODES_BATCH;
+	uint64_t hwm = t->next_id < NODES_ID_LIMIT - NODES_BATCH ?
+		       t->next_id + NODES_BATCH : NODES_ID_LIMIT;
 	size_t len;
 	int ret;
 
@@ -242,7 +244,8 @@ static int replay_rec(struct nodes *t, struct replay *rp,
 	uint64_t slot;
 
 	if (p[0] == REC_RESERVE) {
-		if (a < NODES_ID_LIMIT && a > rp->reserved)
+		/* NODES_ID_LIMIT itself: every id may have been handed out. */
+		if (a <= NODES_ID_LIMIT && a > rp->reserved)
 			rp->reserved = a;
 		return 0;
 	}
@@ -509,7 +512,9 @@ static int read_header(struct nodes *t, char *err, size_t errlen)
 	}
 	t->gen = get32(hdr + 12);
 	t->next_id = get64(hdr + 16);
-	if (!t->gen || t->next_id >= NODES_ID_LIMIT) {
+	/* reserved_id NODES_ID_LIMIT: every id handed out (the table then
+	 * refuses adds), not damage. */
+	if (!t->gen || t->next_id > NODES_ID_LIMIT) {
 		seterr(err, errlen, "%s: header damaged", NODES_FILE);
 		return -EBADMSG;
 	}
@@ -625,6 +630,9 @@ int nodes_open(const char *cache_dir, bool readonly,
 		t->next_id = rp.max_id + 1;
 	if (t->next_id < NODES_FIRST_ID)
 		t->next_id = NODES_FIRST_ID;
+	if (t->next_id >= NODES_ID_LIMIT)
+		nodes_warn("%s: every node-id is used (damage?): files not "
+			   "in the table cannot be named (ENOSPC)", NODES_FILE);
 	t->hwm = t->next_id;
 	t->log_end = rp.good_end;
 	/* 5. Writable: cut a torn tail; compact when damaged or mostly

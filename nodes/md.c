@@ -23,7 +23,10 @@
  * tail, damage): what follows is dropped, and the file cut there. A file
  * of another node-id table (another generation) is started afresh: its
  * node-ids may name other files. The file is rewritten when it is more
- * than twice what its live records need.
+ * than twice what its live records need: by a thread of its own (the
+ * worker, compact()), which writes and fsyncs the new file with the lock
+ * free, then renames it over md.log and fsyncs the directory; the put or
+ * drop that crossed the line only asks for it.
  *
  * Memory: live records in one array (a free list threads the empty
  * slots), found by (node-id, kind, key) through one hash table; the
@@ -31,7 +34,9 @@
  * records and its directory entries apart, so that a new inode's records
  * are found without walking a large directory's names). At most
  * NODES_MD_MAX records (puts beyond it are refused and counted).
- * Lock: m->lock (a mutex) around everything; a leaf.
+ * Lock: m->lock (a mutex) around everything; a leaf. The worker holds it
+ * to encode records and to put the new file in place, never while it
+ * writes or fsyncs the bulk of it.
  */
 #include <endian.h>
 #include <errno.h>
@@ -49,6 +54,7 @@
 #include "fileio.h"
 #include "lockcheck.h"
 #include "nodes_i.h"
+#include "worker.h"
 
 #define MD_FILE "md.log"
 #define MD_TMP "md.log.tmp"
@@ -89,12 +95,25 @@ struct oatab {
 };
 
 struct nodes_md {
-	int dirfd, fd;			/* immutable */
+	int dirfd;			/* immutable */
 	uint32_t gen;			/* immutable */
 
+	pthread_t worker;		/* rewrites md.log (compact()) */
 	pthread_mutex_t lock;		/* guards everything below */
+	pthread_cond_t cond;		/* wakes the worker; and who waits for
+					 * it (retain, settle, close, tests) */
+	bool want, compacting, stop;	/* the worker: a rewrite asked for,
+					 * one under way, stop */
+	uint64_t retry_end;		/* a failed rewrite: not asked for
+					 * again before end passes this */
+	bool hold, held;		/* tests: a rewrite waits before its
+					 * new file takes md.log's place (and
+					 * is waiting there) */
+	int fd;				/* md.log; replaced by a rewrite */
 	uint64_t end;			/* bytes of valid log */
 	bool broken;			/* a write failed: no more appends */
+	uint64_t lost;			/* records kept in memory that could
+					 * not be appended (bumped by each) */
 	struct md_rec *recs;
 	uint32_t nrecs, cap, free1;	/* slots used, allocated, free list */
 	struct md_node *nodev;
@@ -411,75 +430,279 @@ static bool mem_drop(struct nodes_md *m, uint64_t id)
 
 /* ---- the file ----------------------------------------------------------- */
 
-/* Write the live records to MD_TMP, fsync, rename over MD_FILE; the new
- * file becomes m->fd. Lock held (or not yet shared). */
-static int rewrite(struct nodes_md *m)
+/* A new, empty MD_TMP: its fd, or -errno. */
+static int tmp_open(struct nodes_md *m)
 {
-	size_t cap = 1u << 20, used = MD_HDR;
-	uint8_t *buf = malloc(cap);
-	uint64_t off = 0;
-	int fd, ret = 0;
+	int fd = openat(m->dirfd, MD_TMP, O_RDWR | O_CREAT | O_TRUNC |
+			O_NOFOLLOW | O_CLOEXEC, 0600);
 
-	if (!buf)
-		return -ENOMEM;
-	fd = openat(m->dirfd, MD_TMP, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
-		    O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
+	return fd < 0 ? -errno : fd;
+}
+
+static void tmp_drop(struct nodes_md *m, int fd)
+{
+	unlinkat(m->dirfd, MD_TMP, 0);
+	close(fd);
+}
+
+/* Encode the live records of slots *i.. (below n) into buf from used, as
+ * many as fit in cap bytes; *i advances past them. The new used. Lock
+ * held. */
+static size_t encode_live(struct nodes_md *m, uint8_t *buf, size_t used,
+			  size_t cap, uint32_t *i, uint32_t n)
+{
+	GW_ASSERT_HELD(&m->lock);
+	for (; *i < n && used + MD_REC_MAX <= cap; (*i)++) {
+		const struct md_rec *r = &m->recs[*i];
+
+		if (r->id)
+			used += rec_encode(buf + used, m->gen, r->kind, r->id,
+					   r->key, r->fetched, r->blob, r->len);
 	}
-	hdr_encode(buf, m->gen);
-	for (uint32_t i = 0; ; i++) {
-		if (used + MD_REC_MAX > cap || i == m->nrecs) {
-			ret = pwrite_all(fd, buf, used, off);
-			if (ret)
-				break;
-			off += used;
-			used = 0;
-		}
-		if (i == m->nrecs)
-			break;
-		if (m->recs[i].id)
-			used += rec_encode(buf + used, m->gen, m->recs[i].kind,
-					   m->recs[i].id, m->recs[i].key,
-					   m->recs[i].fetched,
-					   m->recs[i].blob, m->recs[i].len);
-	}
-	free(buf);
-	if (!ret && fdatasync(fd) < 0)
-		ret = -errno;
-	if (!ret && flock(fd, LOCK_EX | LOCK_NB) < 0)
-		ret = -errno;
-	if (!ret && renameat(m->dirfd, MD_TMP, m->dirfd, MD_FILE) < 0)
+	return used;
+}
+
+/* The new file fd (size bytes, fsync'd) in MD_FILE's place: it becomes
+ * m->fd; *old gets the old file's fd, for the caller to close (the last
+ * reference to a replaced file: its close frees its blocks, which may
+ * take long) and then fsync the directory. 0, or -errno (fd closed,
+ * MD_TMP removed, md.log as it was). Lock held. */
+static int install(struct nodes_md *m, int fd, uint64_t size, int *old)
+{
+	int ret = 0;
+
+	GW_ASSERT_HELD(&m->lock);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    renameat(m->dirfd, MD_TMP, m->dirfd, MD_FILE) < 0)
 		ret = -errno;
 	if (ret) {
-		unlinkat(m->dirfd, MD_TMP, 0);
-		close(fd);
+		tmp_drop(m, fd);
 		return ret;
 	}
-	if (m->fd >= 0)
-		close(m->fd);
+	*old = m->fd;
 	m->fd = fd;
-	m->end = off;
+	m->end = size;
 	m->broken = false;
 	m->st.rewrites++;
 	return 0;
 }
 
-static void maybe_rewrite(struct nodes_md *m)
+/* Write the live records to MD_TMP, fsync, rename over MD_FILE, fsync the
+ * directory; the new file becomes m->fd. All of it under the lock: at
+ * open (not yet shared) and at nodes_md_retain (at start); the rewrites
+ * of a running gateway are compact()'s, on the worker. Lock held. */
+static int rewrite(struct nodes_md *m)
+{
+	size_t cap = 1u << 20, used = MD_HDR;
+	uint8_t *buf = malloc(cap);
+	uint64_t off = 0;
+	uint32_t i = 0;
+	int fd, old, ret = 0;
+
+	GW_ASSERT_HELD(&m->lock);
+	if (!buf)
+		return -ENOMEM;
+	fd = tmp_open(m);
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
+	hdr_encode(buf, m->gen);
+	do {
+		used = encode_live(m, buf, used, cap, &i, m->nrecs);
+		ret = pwrite_all(fd, buf, used, off);
+		off += used;
+		used = 0;
+	} while (!ret && i < m->nrecs);
+	free(buf);
+	if (!ret && fdatasync(fd) < 0)
+		ret = -errno;
+	if (ret) {
+		tmp_drop(m, fd);
+		return ret;
+	}
+	ret = install(m, fd, off, &old);
+	if (!ret) {
+		if (old >= 0)
+			close(old);
+		(void)fsync_dir(m->dirfd);	/* else a power cut may bring
+						 * back the old file: as good */
+	}
+	return ret;
+}
+
+/* Copy the bytes [from, to) of file in to file out at out_off, through
+ * buf (cap bytes). 0 or -errno. */
+static int copy_range(int in, int out, uint64_t from, uint64_t to,
+		      uint64_t out_off, uint8_t *buf, size_t cap)
+{
+	while (from < to) {
+		size_t len = to - from < cap ? (size_t)(to - from) : cap;
+		ssize_t n = pread_all(in, buf, len, from);
+		int ret;
+
+		if (n < 0)
+			return (int)n;
+		if ((size_t)n != len)
+			return -EIO;	/* appended, so there */
+		ret = pwrite_all(out, buf, len, out_off);
+		if (ret)
+			return ret;
+		from += len;
+		out_off += len;
+	}
+	return 0;
+}
+
+/* The worker's rewrite: the same file as rewrite()'s, but written and
+ * fsync'd with the lock dropped, so that puts and gets go on meanwhile.
+ * Each put or drop meanwhile is appended to the old file as always; those
+ * records (after snap_end) are copied after the live ones before the new
+ * file takes the old one's place (under the lock, so none is missed).
+ * Replayed, the new file gives what memory holds: a record encoded from
+ * memory before or after its change is followed by the change, a drop by
+ * the puts that came after it. A record kept in memory but not appended
+ * meanwhile (a failed write: m->lost moved) is not in that tail: then
+ * everything is written from memory under the lock, as rewrite() does.
+ *  1. the live records, a buffer at a time: encoded under the lock,
+ *     written without it;
+ *  2. fdatasync, without the lock;
+ *  3. what was appended meanwhile: most of it without the lock, the rest
+ *     under it, then the rename; the directory fsync'd without it.
+ * 0 or -errno (md.log as it was). Lock held; dropped and taken again. */
+static int compact(struct nodes_md *m)
+{
+	size_t cap = 1u << 20, used = MD_HDR;
+	uint8_t *buf = malloc(cap);
+	uint64_t snap_end = m->end, lost = m->lost, off = 0, seen;
+	uint32_t i = 0, n = m->nrecs;
+	int fd, old_fd = m->fd, ret = 0;
+
+	GW_ASSERT_HELD(&m->lock);
+	if (!buf)
+		return -ENOMEM;
+	fd = tmp_open(m);
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
+	hdr_encode(buf, m->gen);
+	/* 1. */
+	for (;;) {
+		used = encode_live(m, buf, used, cap, &i, n);
+		pthread_mutex_unlock(&m->lock);
+		ret = pwrite_all(fd, buf, used, off);
+		pthread_mutex_lock(&m->lock);
+		off += used;
+		used = 0;
+		if (ret || i >= n)
+			break;
+	}
+	/* 2. */
+	if (!ret) {
+		pthread_mutex_unlock(&m->lock);
+		if (fdatasync(fd) < 0)
+			ret = -errno;
+		pthread_mutex_lock(&m->lock);
+	}
+	while (!ret && m->hold) {	/* tests: nodes_md_hold_rewrites */
+		m->held = true;
+		pthread_cond_broadcast(&m->cond);
+		pthread_cond_wait(&m->cond, &m->lock);
+	}
+	m->held = false;
+	/* 3. */
+	if (!ret) {
+		seen = m->end;
+		pthread_mutex_unlock(&m->lock);
+		ret = copy_range(old_fd, fd, snap_end, seen, off, buf, cap);
+		pthread_mutex_lock(&m->lock);
+		off += seen - snap_end;
+	}
+	if (!ret) {
+		ret = copy_range(old_fd, fd, seen, m->end, off, buf, cap);
+		off += m->end - seen;
+	}
+	free(buf);
+	if (!ret && m->lost != lost) {
+		tmp_drop(m, fd);
+		return rewrite(m);
+	}
+	if (ret) {
+		tmp_drop(m, fd);
+		return ret;
+	}
+	ret = install(m, fd, off, &old_fd);
+	if (!ret) {
+		pthread_mutex_unlock(&m->lock);
+		close(old_fd);
+		(void)fsync_dir(m->dirfd);
+		pthread_mutex_lock(&m->lock);
+	}
+	return ret;
+}
+
+/* Is the file more than twice what its live records need, and the waste
+ * worth a rewrite (not too soon after one that failed)? Lock held. */
+static bool rewrite_due(struct nodes_md *m)
 {
 	uint64_t live = MD_HDR + m->live_bytes;
 
-	if (m->end > 2 * live && m->end - live > MD_SLACK)
-		(void)rewrite(m);
+	GW_ASSERT_HELD(&m->lock);
+	return m->end > 2 * live && m->end - live > MD_SLACK &&
+	       m->end > m->retry_end;
+}
+
+/* The worker: rewrites md.log when asked (maybe_rewrite), until stopped;
+ * and again at once if what was appended meanwhile makes it due again
+ * (the file stays bounded without waiting for the next put). A rewrite
+ * that fails (a full disk) is not asked for again before the file has
+ * grown by half the live size more. */
+static void *md_worker(void *arg)
+{
+	struct nodes_md *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->want && !m->stop)
+			pthread_cond_wait(&m->cond, &m->lock);
+		if (m->stop)
+			break;
+		m->want = false;
+		m->compacting = true;
+		if (compact(m)) {
+			m->retry_end = m->end + (MD_HDR + m->live_bytes) / 2 +
+				       MD_SLACK;
+		} else {
+			m->retry_end = 0;
+			m->want = rewrite_due(m);
+		}
+		m->compacting = false;
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* Ask the worker for a rewrite when one is due. Never waits for it. Lock
+ * held. */
+static void maybe_rewrite(struct nodes_md *m)
+{
+	GW_ASSERT_HELD(&m->lock);
+	if (m->want || m->compacting || !rewrite_due(m))
+		return;
+	m->want = true;
+	pthread_cond_broadcast(&m->cond);
 }
 
 static int append(struct nodes_md *m, const uint8_t *rec, size_t len)
 {
 	int ret;
 
-	if (m->broken)
+	if (m->broken) {
+		m->lost++;
 		return -EIO;
+	}
 	ret = pwrite_all(m->fd, rec, len, m->end);
 	if (ret) {
 		/* Cut what may be half written; if that fails too, nothing
@@ -487,6 +710,7 @@ static int append(struct nodes_md *m, const uint8_t *rec, size_t len)
 		if (ftruncate(m->fd, (off_t)m->end) < 0)
 			m->broken = true;
 		m->st.write_errors++;
+		m->lost++;
 		return ret;
 	}
 	m->end += len;
@@ -496,6 +720,7 @@ static int append(struct nodes_md *m, const uint8_t *rec, size_t len)
 /* The memory of m (its files are closed). */
 static void md_free(struct nodes_md *m)
 {
+	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m->recs);
 	free(m->nodev);
@@ -571,6 +796,7 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 	m->fd = -1;
 	m->gen = gen;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
 	/* Not shared yet: held so that what asserts it elsewhere may run. */
 	pthread_mutex_lock(&m->lock);
 	m->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -635,6 +861,14 @@ int nodes_md_open(const char *dir, uint32_t gen, struct nodes_md **out,
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
+	/* The rewrites from now on: on a thread of their own. */
+	ret = -pthread_create(&m->worker, NULL, md_worker, m);
+	if (ret) {
+		snprintf(err, errlen, "%s: cannot start its thread: %s",
+			 MD_FILE, strerror(-ret));
+		pthread_mutex_lock(&m->lock);
+		goto out_close;
+	}
 	*out = m;
 	return 0;
 
@@ -655,6 +889,11 @@ void nodes_md_close(struct nodes_md *m)
 
 	if (!m)
 		return;
+	/* A rewrite under way ends first (a held one is let go). */
+	pthread_mutex_lock(&m->lock);
+	m->hold = false;
+	pthread_mutex_unlock(&m->lock);
+	worker_stop(m->worker, &m->lock, &m->cond, &m->stop);
 	pthread_mutex_lock(&m->lock);
 	if (!append(m, rec, rec_encode(rec, m->gen, MD_CLEAN, 1, 0, 0, NULL,
 				       0)))
@@ -773,6 +1012,11 @@ int nodes_md_retain(struct nodes_md *m, uint8_t kind)
 	int ret = 0;
 
 	pthread_mutex_lock(&m->lock);
+	/* Not while the worker writes a file of the records it is about to
+	 * lose; one asked for is not needed after this one. */
+	while (m->compacting)
+		pthread_cond_wait(&m->cond, &m->lock);
+	m->want = false;
 	old = m->recs;
 	n = m->nrecs;
 	m->recs = NULL;
@@ -801,5 +1045,23 @@ void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st)
 	st->records = m->live;
 	st->nodes = m->by_node.n;
 	st->file_bytes = m->end;
+	st->rewriting = m->want || m->compacting;
+	st->held = m->held;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void nodes_md_settle(struct nodes_md *m)
+{
+	pthread_mutex_lock(&m->lock);
+	while (m->want || m->compacting)
+		pthread_cond_wait(&m->cond, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void nodes_md_hold_rewrites(struct nodes_md *m, bool hold)
+{
+	pthread_mutex_lock(&m->lock);
+	m->hold = hold;
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 }

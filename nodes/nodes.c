@@ -60,7 +60,12 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	}
 	/* 3. An id covered by a durable reservation; the record on disk
 	 * before the mapping exists in memory. A failed write burns the id
-	 * (it may be on disk), which costs nothing. */
+	 * (it may be on disk), which costs nothing. Past the last id there
+	 * is none (2^62 of them: only a damaged file gets there). */
+	if (t->next_id >= NODES_ID_LIMIT) {
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
 	ret = nlog_reserve_ids(t);
 	if (ret)
 		goto out_unlock;
@@ -195,8 +200,9 @@ int nodes_room(struct nodes *t)
 	if (t->readonly)
 		return -EROFS;
 	pthread_rwlock_wrlock(&t->lock);
-	/* In memory: entry slots and arena room for a few adds. */
-	if ((t->free1 == 0 && t->nents + (uint64_t)NODES_ROOM_ENTRIES >
+	/* Ids, and in memory: entry slots and arena room for a few adds. */
+	if (t->next_id > NODES_ID_LIMIT - NODES_ROOM_ENTRIES ||
+	    (t->free1 == 0 && t->nents + (uint64_t)NODES_ROOM_ENTRIES >
 	     NODES_SLOTS_MAX) ||
 	    t->arena_len - t->arena_dead + (uint64_t)NODES_ROOM_ENTRIES *
 	    NODES_HANDLE_MAX > NODES_ARENA_MAX ||

@@ -87,7 +87,8 @@ int nodes_find(struct nodes *t, const void *h, size_t hlen,
  * -ENOENT), but its id is never handed out again. Returns 1 if added,
  * 0 if h was already present, or -errno: -EINVAL (hlen 0 or too long),
  * -EROFS (readonly), -EIO/-ENOSPC/... (the file could not be written:
- * nothing was added). gen may be NULL. */
+ * nothing was added), -ENOSPC also when every id (2^62) has been handed
+ * out, which only a damaged file makes happen. gen may be NULL. */
 int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		    uint64_t parent, uint64_t *nodeid, uint32_t *gen);
 
@@ -148,8 +149,11 @@ void nodes_inject_sync_error(struct nodes *t, int err, int count);
  * node-id table (its generation): a file of another is started afresh.
  * Never fsync'd but at compaction and close: a crash may lose the last
  * records, damage loses the records after it (stats say whether the file
- * was closed cleanly, for the caller to decide what to trust).
- * Thread-safe except nodes_md_close(). */
+ * was closed cleanly, for the caller to decide what to trust). The file
+ * is compacted (rewritten with the live records only) on a thread of its
+ * own: no put, get or drop waits for a rewrite (nodes_md_open,
+ * nodes_md_retain and nodes_md_close may). Thread-safe except
+ * nodes_md_close(). */
 
 #define NODES_MD_BLOB_MAX 96		/* bytes of one record */
 #define NODES_MD_DENT 127		/* the kind of directory entries:
@@ -173,6 +177,9 @@ struct nodes_md_stats {
 	uint64_t full;			/* puts refused: NODES_MD_MAX */
 	uint64_t write_errors;
 	uint64_t rewrites;		/* compactions since open */
+	bool rewriting;			/* a compaction asked for or under
+					 * way (nodes_md_settle waits) */
+	bool held;			/* one waits: nodes_md_hold_rewrites */
 	uint64_t dropped_bytes;		/* at open: a torn tail, damage, or
 					 * a file of another table */
 	bool started_afresh;		/* at open: header not ours */
@@ -210,5 +217,11 @@ int nodes_md_drop(struct nodes_md *m, uint64_t nodeid);
  * that stay right however old); the file is rewritten. 0 or -errno. */
 int nodes_md_retain(struct nodes_md *m, uint8_t kind);
 void nodes_md_stats(struct nodes_md *m, struct nodes_md_stats *st);
+/* Wait until no compaction is asked for or under way (tests, tools). */
+void nodes_md_settle(struct nodes_md *m);
+/* For tests: while hold, a compaction that has written and fsync'd its
+ * new file waits (stats: held) before putting it in md.log's place, with
+ * the lock free: puts, gets and drops go on. Closing lets it go. */
+void nodes_md_hold_rewrites(struct nodes_md *m, bool hold);
 
 #endif

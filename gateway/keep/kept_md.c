@@ -101,6 +101,13 @@ static void pack_access(const struct gw_access *s, struct md_access *m)
 	m->fgid = s->fgid;
 }
 
+/* A time's seconds as an NFSv3 origin gives them (32 bits unsigned):
+ * others are damage, and would overflow what is computed with them. */
+static bool nfs3_secs(int64_t s)
+{
+	return s >= 0 && s <= (int64_t)UINT32_MAX;
+}
+
 /* false for a record that cannot be attributes (the store checks its
  * checksums; this checks the meaning). */
 bool md_unpack_attr(const struct nodes_md_rec *r, struct nfsc_attr *a)
@@ -112,7 +119,8 @@ bool md_unpack_attr(const struct nodes_md_rec *r, struct nfsc_attr *a)
 	memcpy(&m, r->blob, sizeof(m));
 	if (m.type > NFSC_FIFO || m.mode > 07777 || m.at_ns >= 1000000000u ||
 	    m.mt_ns >= 1000000000u || m.ct_ns >= 1000000000u ||
-	    m.size > (uint64_t)INT64_MAX)
+	    m.size > (uint64_t)INT64_MAX || !nfs3_secs(m.at_s) ||
+	    !nfs3_secs(m.mt_s) || !nfs3_secs(m.ct_s))
 		return false;
 	memset(a, 0, sizeof(*a));
 	a->type = (enum nfsc_type)m.type;

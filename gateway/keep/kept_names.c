@@ -275,7 +275,7 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 	struct timespec *fetched = NULL;
 	struct md_listed m;
 	double age;
-	size_t got, i;
+	size_t got, i, n;
 	int ret = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
@@ -285,22 +285,26 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 	    r.len != sizeof(m) || (!offline && r.fetched_ns >= gw->md_epoch))
 		return -ENOENT;
 	memcpy(&m, r.blob, sizeof(m));
+	/* The count comes from a file: one that no listing kept could have
+	 * (damage) is refused before it sizes anything. */
+	if (m.n > MD_LIST_MAX)
+		return -ENOENT;
 	age = md_age_of(r.fetched_ns, now);
 	if (!offline && (age < 0 || age >= dir_ttl(gw, dir) ||
 			 (ver && !listed_is(&m, ver))))
 		return -ENOENT;
-	/* Offline, names made through the gateway since count too. */
-	if (offline)
-		m.n += 256;
-	dents = malloc((m.n + 1) * sizeof(*dents));
-	out->ents = calloc(m.n + 2, sizeof(*out->ents));
-	fetched = calloc(m.n + 2, sizeof(*fetched));
+	/* Names kept; offline, names made through the gateway since count
+	 * too. */
+	n = (size_t)m.n + (offline ? 256 : 0);
+	dents = malloc((n + 1) * sizeof(*dents));
+	out->ents = calloc(n + 2, sizeof(*out->ents));
+	fetched = calloc(n + 2, sizeof(*fetched));
 	if (!dents || !out->ents || !fetched)
 		goto fail;
-	got = nodes_md_get_dents(gw->md, dir->nodeid, dents, m.n + 1);
-	if (got > m.n + 1)
+	got = nodes_md_get_dents(gw->md, dir->nodeid, dents, n + 1);
+	if (got > n + 1)
 		goto fail;
-	out->cap = m.n + 2;
+	out->cap = n + 2;
 	out->ents[0].name = strdup(".");
 	out->ents[0].fileid = m.dot;
 	out->ents[1].name = strdup("..");
@@ -317,7 +321,7 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 
 		if (dents[i].len <= 8)
 			continue;	/* a name forgotten since */
-		if (out->n == m.n + 2)
+		if (out->n == n + 2)
 			goto fail;	/* a name made since */
 		de = &out->ents[out->n];
 		memcpy(&child, dents[i].blob, 8);
@@ -342,7 +346,7 @@ int gw_md_listing(struct gw *gw, struct gw_inode *dir,
 			goto fail;
 		out->n++;
 	}
-	if (!offline && out->n != m.n + 2)
+	if (!offline && out->n != n + 2)
 		goto fail;	/* a name forgotten since */
 	out->seen_dot = out->seen_dotdot = true;
 	*at = fetched;

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "keep_i.h"
 
 #define SILLY_PREFIX ".cachegw-silly."
@@ -91,26 +92,6 @@ static int name_fileid(const char *name, uint64_t *fileid)
 	return 0;
 }
 
-/* Make a rename into path's directory durable: the record must survive a
- * power cut that follows the origin's RENAME. */
-static int sync_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
-			  : strdup(".");
-	int fd, ret = 0;
-
-	if (!dir)
-		return -ENOMEM;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0)
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return ret;
-}
-
 /* fopen() that follows no link (the file is in the cache directory,
  * where nothing is reached through one), close-on-exec, mode 0600. */
 static FILE *fopen_nofollow(const char *path, int flags, const char *mode)
@@ -163,8 +144,9 @@ static int tab_save_locked(struct gw_silly_tab *t)
 		ret = -errno;
 	if (ret)
 		unlink(tmp);
-	else
-		ret = sync_parent(t->path);
+	else	/* the record must survive a power cut that follows the
+		 * origin's RENAME */
+		ret = fsync_parent(t->path);
 	return ret;
 }
 

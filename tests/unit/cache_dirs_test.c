@@ -61,6 +61,29 @@ int main(void)
 	CHECK_EQ(try_open(t_path("badbs"), CACHE_OPEN_OWNER, err, sizeof(err)), -EPROTO);
 	CHECK(strstr(err, "bad block_size 3000"));
 	CHECK(access(t_path("badbs/lock"), F_OK) < 0);
+	/* Numbers past 32 bits are damage, not their low bits (2^32 + 2 is
+	 * not version 2, 2^32 + 64 KiB not a 64 KiB block), nor are signs. */
+	{
+		static const char *const bad[] = {
+			"format_version = 4294967298\nblock_size = 65536\n",
+			"format_version = 2\nblock_size = 4295032832\n",
+			"format_version = 2\nblock_size = 18446744073709617152\n",
+			"format_version = -18446744073709551614\nblock_size = 65536\n",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char d[32];
+
+			snprintf(d, sizeof(d), "bignum%zu", i);
+			mkdir(t_path(d), 0700);
+			snprintf(d, sizeof(d), "bignum%zu/cache.conf", i);
+			write_file(t_path(d), bad[i]);
+			snprintf(d, sizeof(d), "bignum%zu", i);
+			CHECK_EQ(try_open(t_path(d), CACHE_OPEN_OWNER, err,
+					  sizeof(err)), -EPROTO);
+			CHECK(strstr(err, "damaged cache.conf"));
+		}
+	}
 	/* Missing parent; missing dir for INSPECT. */
 	CHECK_EQ(try_open(t_path("no/such/dir"), CACHE_OPEN_OWNER, err, sizeof(err)), -ENOENT);
 	CHECK(strstr(err, "cannot create"));

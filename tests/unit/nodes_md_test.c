@@ -1,8 +1,11 @@
 /* nodes_md_test: the per-node records (md.log) come back after a reopen
  * with their fetch times, replace one another by (node, kind, key), are
  * forgotten with their node, survive a torn tail, never come from another
- * table's file, stay bounded on disk under rewrites and in number. */
+ * table's file, stay bounded on disk under rewrites (which no put waits
+ * for, and which keep what was put meanwhile) and in number. */
+#include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "nodes_helpers.h"
 
@@ -186,13 +189,115 @@ int main(void)
 	CHECK_EQ(st.records, 0);
 	check_node(m, 7, 0, false);
 
-	/* 6. One record rewritten 100000 times: the file stays bounded. */
+	/* 6. One record rewritten 100000 times: the file stays bounded
+	 * (once the compaction asked for last is done). */
 	for (uint64_t i = 0; i < 100000; i++)
 		CHECK_EQ(nodes_md_put(m, 9, 1, 0, i, "abcdefgh", 8), 0);
+	nodes_md_settle(m);
 	nodes_md_stats(m, &st);
 	CHECK(st.rewrites >= 1);
 	CHECK(st.file_bytes <= (2u << 20));
 	CHECK_EQ(st.records, 1);
+
+	/* 6a. A compaction runs on a thread of its own: held after it wrote
+	 * its new file, before the rename, puts, gets and drops go on (they
+	 * would wait for it if it ran on the caller's thread, as it did:
+	 * this test then never ends). Let go, md.log is the new file plus
+	 * what was put and dropped meanwhile. */
+	{
+		struct nodes_md_rec r;
+		uint64_t r0, i;
+
+		nodes_md_stats(m, &st);
+		r0 = st.rewrites;
+		nodes_md_hold_rewrites(m, true);
+		for (i = 0; !st.rewriting; i++) {
+			CHECK_EQ(nodes_md_put(m, 9, 1, 0, i, "abcdefgh", 8), 0);
+			nodes_md_stats(m, &st);
+		}
+		while (!st.held) {	/* the worker reaches the hold */
+			usleep(1000);
+			nodes_md_stats(m, &st);
+		}
+		for (uint64_t id = 20; id < 120; id++)
+			put_node(m, id, 5);
+		CHECK_EQ(nodes_md_drop(m, 21), 0);
+		CHECK_EQ(nodes_md_put(m, 9, 1, 0, 777777, "changed!", 8), 0);
+		check_node(m, 22, 5, true);
+		check_node(m, 21, 5, false);
+		nodes_md_stats(m, &st);
+		CHECK(st.held);
+		CHECK_EQ(st.rewrites, r0);
+		nodes_md_hold_rewrites(m, false);
+		nodes_md_settle(m);
+		nodes_md_stats(m, &st);
+		CHECK_EQ(st.rewrites, r0 + 1);
+		CHECK_EQ(st.file_bytes, file_size());
+		CHECK(st.file_bytes < (1u << 20));
+		nodes_md_close(m);
+		m = mopen(8);
+		for (uint64_t id = 20; id < 120; id++)
+			check_node(m, id, 5, id != 21);
+		CHECK_EQ(nodes_md_get_one(m, 9, 1, 0, &r), 0);
+		CHECK_EQ(r.fetched_ns, 777777);
+		CHECK(!memcmp(r.blob, "changed!", 8));
+		for (uint64_t id = 20; id < 120; id++)
+			CHECK_EQ(nodes_md_drop(m, id), 0);
+		nodes_md_stats(m, &st);
+		CHECK_EQ(st.records, 1);
+
+		/* The same, with puts whose appends fail meanwhile (a file
+		 * size limit: EFBIG): they are kept in memory only, so the
+		 * rewrite writes everything from memory, and they are in
+		 * md.log after it. */
+		{
+			struct rlimit rl, lim;
+
+			nodes_md_settle(m);
+			nodes_md_stats(m, &st);
+			r0 = st.rewrites;
+			nodes_md_hold_rewrites(m, true);
+			for (i = 0; !st.rewriting; i++) {
+				CHECK_EQ(nodes_md_put(m, 9, 1, 0, i, "abcdefgh",
+						      8), 0);
+				nodes_md_stats(m, &st);
+			}
+			while (!st.held) {
+				usleep(1000);
+				nodes_md_stats(m, &st);
+			}
+			signal(SIGXFSZ, SIG_IGN);
+			CHECK_EQ(getrlimit(RLIMIT_FSIZE, &rl), 0);
+			lim = rl;
+			lim.rlim_cur = file_size();
+			CHECK_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+			for (uint64_t id = 200; id < 210; id++) {
+				uint8_t b[NODES_MD_BLOB_MAX];
+				size_t len;
+
+				blob_of(id + 6, 0, b, &len);
+				CHECK_EQ(nodes_md_put(m, id, 1, 0, id * 1000, b,
+						      len), -EFBIG);
+			}
+			CHECK_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
+			nodes_md_hold_rewrites(m, false);
+			nodes_md_settle(m);
+			nodes_md_stats(m, &st);
+			CHECK_EQ(st.rewrites, r0 + 1);
+			nodes_md_close(m);
+			m = mopen(8);
+			for (uint64_t id = 200; id < 210; id++) {
+				uint8_t b[NODES_MD_BLOB_MAX];
+				size_t len;
+
+				CHECK_EQ(nodes_md_get_one(m, id, 1, 0, &r), 0);
+				blob_of(id + 6, 0, b, &len);
+				CHECK_EQ(r.len, len);
+				CHECK(!memcmp(r.blob, b, len));
+				CHECK_EQ(nodes_md_drop(m, id), 0);
+			}
+		}
+	}
 
 	/* 6b. A directory's entries: found by key, apart from the node's
 	 * own records, kept across a reopen, forgotten with the node. */
