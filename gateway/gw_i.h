@@ -604,7 +604,7 @@ struct gw_owed {
 };
 /* Before serving: take v (n entries, malloc'd, each inode once) and start
  * the thread. */
-int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n);
+void gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n);
 /* After the last release, before the inodes go: join it, free v. */
 void gw_write_owed_stop(struct gw *gw);
 /* The credentials of the files open for writing on ino other than cr,

@@ -235,13 +235,11 @@ static void *owed_thread(void *arg)
 	return NULL;
 }
 
-int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
+void gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
 {
-	int ret;
-
 	if (!n) {
 		free(v);
-		return 0;
+		return;
 	}
 	pthread_mutex_lock(&gw->owed_lock);
 	gw->owed = v;
@@ -252,13 +250,11 @@ int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
 	/* Until they are done the state keeps the dead process's verifier
 	 * for a successor of this one (takeover.h). */
 	__atomic_store_n(&gw_state_verf_held, 1, __ATOMIC_RELEASE);
-	ret = pthread_create(&gw->owed_thread, NULL, owed_thread, gw);
-	if (ret) {
-		owed_thread(gw);	/* here, then */
-		return 0;
+	if (pthread_create(&gw->owed_thread, NULL, owed_thread, gw)) {
+		owed_thread(gw);	/* here, then, before serving */
+		return;
 	}
 	gw->owed_started = true;
-	return 0;
 }
 
 void gw_write_owed_stop(struct gw *gw)
