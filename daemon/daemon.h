@@ -138,7 +138,8 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 
 
 /* pidfile=: this process's pid, written atomically; removed at exit
- * unless a successor has written its own. */
+ * unless a successor has written its own (after a handover: left to the
+ * new process). */
 void gw_pidfile_write(const struct gw_opts *o);
 void gw_pidfile_remove(const struct gw_opts *o);
 

@@ -515,7 +515,10 @@ out_cache:
 	}
 	gw_state_close();
 	gw_intent_fini();
-	if (sup_fd < 0)
+	/* Handed over: the pidfile is the new process's (it may have
+	 * written it already; a check of the pid and an unlink would race
+	 * with that rename). */
+	if (sup_fd < 0 && !handed)
 		gw_pidfile_remove(o);
 	gw_drain_stop(ret);
 	daemon_notify(&notify_fd, (unsigned char)ret);

@@ -251,7 +251,11 @@ static void sup_exit(struct sup *s)
 		munmap(s->st, GW_STATE_SIZE);
 	if (s->sup >= 0)
 		close(s->sup);
-	gw_pidfile_remove(s->o);
+	/* Handed over: the pidfile is the new supervisor's (it may have
+	 * written it already; a check of the pid and an unlink would race
+	 * with that rename). */
+	if (!s->handed)
+		gw_pidfile_remove(s->o);
 }
 
 int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)

@@ -2,26 +2,32 @@
  * (doc/takeover.md; the state they share: gateway/gw_state.h).
  *
  * Upgrade in place: `cachegw SOURCE MOUNTPOINT -o cache_dir=DIR,...` finds
- * DIR's control socket answering and asks `takeover VERSION FORMAT MNT`.
- * The serving process refuses with one line (another state version or
- * cache format, another mount point, a kernel without
- * FUSE_NOTIFY_RESEND, a stop under way) and serves on, or answers "ok
- * PID", stops taking requests (fuse_session_exit: what a worker reads
+ * DIR's control socket answering, makes sure it can reach the origin
+ * (main.c: else it refuses, and the old process serves on) and asks
+ * `takeover VERSION FORMAT MNT`. The serving process refuses with one line
+ * (another state version or cache format, another mount point, a kernel
+ * without FUSE_NOTIFY_RESEND, a stop under way) and serves on, or answers
+ * "ok PID", stops taking requests (fuse_session_exit: what a worker reads
  * from then on stays unanswered in the kernel), lets the requests it holds
  * finish, commits every writer's data, closes the cache, and sends the
  * /dev/fuse descriptor and the state memfd over the same connection
- * (SCM_RIGHTS); then it exits 0. The successor replays the connection's
- * FUSE_INIT into a new session (fuse_session_process_buf; its reply goes
- * to the kernel under a unique the kernel never gave out and is dropped
- * there, ENOENT, which libfuse ignores), adopts the open files and
- * directories under the ids the kernel holds (gateway/handover/adopt.c),
- * asks the kernel to queue again what the old process read but never
- * answered (FUSE_NOTIFY_RESEND, Linux >= 6.9), and serves.
+ * (SCM_RIGHTS); then it exits 0. Commits that do not finish within
+ * drain_timeout=: the connection goes without them, and the successor
+ * commits as after a crash (gw_takeover_abandon). The successor replays
+ * the connection's FUSE_INIT into a new session (fuse_session_process_buf;
+ * its reply goes to the kernel under a unique the kernel never gave out
+ * and is dropped there, ENOENT, which libfuse ignores), adopts the open
+ * files and directories under the ids the kernel holds
+ * (gateway/handover/adopt.c), asks the kernel to queue again what the old
+ * process read but never answered (FUSE_NOTIFY_RESEND, Linux >= 6.9), and
+ * serves.
  *
  * Crash: the supervisor (supervise.c) holds a copy of both descriptors and
  * starts a successor the same way; what the dead process acknowledged but
- * had not committed is COMMITted by the successor, and a verifier other
- * than the one the writers' records name for it is reported to them.
+ * had not committed is COMMITted by the successor while it serves
+ * (write_commit.c: owed), and a verifier other than the one the writers'
+ * records name for it is reported to them. A successor that cannot reach
+ * the origin starts without it (main.c, nfsclient's started_lost).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -29,7 +29,10 @@ struct gw_adopted_file {
 int gw_file_adopt(struct gw *gw, const struct gw_hrec *r,
 		  struct gw_adopted_file *out);
 /* Then, for all at once: the origin's attributes (GETATTRs in parallel),
- * the hidden name if the file had one, the cache object. */
+ * the hidden name if the file had one, the cache object. A successor that
+ * started without the origin asks nothing: the cache object for the
+ * version the cache holds (or kept attributes), the inode's attributes
+ * left unknown. */
 void gw_files_adopted_attach(struct gw *gw, struct gw_adopted_file *v,
 			     size_t n);
 

@@ -333,13 +333,11 @@ static void *owed_thread(void *arg)
 	return NULL;
 }
 
-int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
+void gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
 {
-	int ret;
-
 	if (!n) {
 		free(v);
-		return 0;
+		return;
 	}
 	pthread_mutex_lock(&gw->owed_lock);
 	gw->owed = v;
@@ -347,13 +345,11 @@ int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		v[i].ino->owed = &v[i];
 	pthread_mutex_unlock(&gw->owed_lock);
-	ret = pthread_create(&gw->owed_thread, NULL, owed_thread, gw);
-	if (ret) {
-		owed_thread(gw);	/* here, then */
-		return 0;
+	if (pthread_create(&gw->owed_thread, NULL, owed_thread, gw)) {
+		owed_thread(gw);	/* here, then, before serving */
+		return;
 	}
 	gw->owed_started = true;
-	return 0;
 }
 
 void gw_write_owed_stop(struct gw *gw)

@@ -71,7 +71,7 @@ struct gw_owed {
 };
 /* Before serving: take v (n entries, malloc'd, each inode once) and start
  * the thread (gateway.h: gw_write_owed_stop). */
-int gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n);
+void gw_write_owed_start(struct gw *gw, struct gw_owed *v, size_t n);
 /* Before this process's own WRITE to ino: the COMMIT it owes, if any. */
 void gw_write_owed_first(struct gw *gw, struct gw_inode *ino);
 /* The credentials of the files open for writing on ino other than cr,
