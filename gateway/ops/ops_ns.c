@@ -179,6 +179,26 @@ static int excl_settle(struct gw *gw, const struct nfsc_cred *cr,
 	return 0;
 }
 
+/* The end of a MKDIR, MKNOD or SYMLINK sent as intent in (slot): the
+ * file made is noted for a successor; an EEXIST that a dead process's
+ * same change explains is answered as done (redo_created); the reply. */
+static void created_reply(struct gw *gw, fuse_req_t req, unsigned slot,
+			  const struct gw_intent *in, enum nfsc_type type,
+			  const char *target, struct gw_inode *p,
+			  const char *name, const struct nfsc_cred *cr,
+			  struct nfsc_created *c, int ret)
+{
+	if (!ret && c->has_fh)
+		gw_intent_made(slot, &c->fh);
+	if (ret == -EEXIST)
+		ret = redo_created(gw, in, type, NULL, target, p, name, cr, c);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, cr, c, NULL, false);
+	gw_intent_end(slot);
+}
+
 /* An O_EXCL CREATE failed with EEXIST: if a dead process had sent this very
  * create (intent.c) and the file the name has now is provably the one it
  * made (the handle the origin gave it, or, when it heard nothing, the
@@ -227,16 +247,8 @@ void gw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in = ops_intent_of(req, GW_I_MKDIR, p->nodeid, name, 0, NULL);
 	slot = gw_intent_begin(&in, NULL);
 	ret = nfsc_mkdir(gw->nfs, &cr, &p->fh, name, &sa, &c);
-	if (!ret && c.has_fh)
-		gw_intent_made(slot, &c.fh);
-	if (ret == -EEXIST)
-		ret = redo_created(gw, &in, NFSC_DIR, NULL, NULL, p, name,
-				   &cr, &c);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
-	gw_intent_end(slot);
+	created_reply(gw, req, slot, &in, NFSC_DIR, NULL, p, name, &cr, &c,
+		      ret);
 }
 
 void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -273,16 +285,7 @@ void gw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = nfsc_mknod(gw->nfs, &cr, &p->fh, name, type, &sa, major(rdev),
 			 minor(rdev), &c);
 done:
-	if (!ret && c.has_fh)
-		gw_intent_made(slot, &c.fh);
-	if (ret == -EEXIST)
-		ret = redo_created(gw, &in, type, NULL, NULL, p, name, &cr,
-				   &c);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
-	gw_intent_end(slot);
+	created_reply(gw, req, slot, &in, type, NULL, p, name, &cr, &c, ret);
 }
 
 void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
@@ -301,16 +304,8 @@ void gw_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	in = ops_intent_of(req, GW_I_SYMLINK, p->nodeid, name, 0, target);
 	slot = gw_intent_begin(&in, NULL);
 	ret = nfsc_symlink(gw->nfs, &cr, &p->fh, name, target, &c);
-	if (!ret && c.has_fh)
-		gw_intent_made(slot, &c.fh);
-	if (ret == -EEXIST)
-		ret = redo_created(gw, &in, NFSC_LNK, NULL, target, p, name,
-				   &cr, &c);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, name, &cr, &c, NULL, false);
-	gw_intent_end(slot);
+	created_reply(gw, req, slot, &in, NFSC_LNK, target, p, name, &cr, &c,
+		      ret);
 }
 
 void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
