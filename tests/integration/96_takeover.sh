@@ -159,26 +159,9 @@ printf '%s\n' "${pauses[@]}" | sort -n | awk '{ v[NR] = $1 } END {
 
 # ---- 3. after a crash, what the dead process wrote
 step "a crash after unsynced writes: committed by the successor, or EIO after an origin restart"
-cat >"$work/wr.py" <<-'PY'
-	import os, sys, time
-	path, go, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-	data = open("/dev/urandom", "rb").read(n)
-	open(sys.argv[4], "wb").write(data)
-	fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-	os.write(fd, data)
-	print("wrote", flush=True)
-	while not os.path.exists(go):
-	    time.sleep(0.05)
-	try:
-	    os.fsync(fd)
-	    os.close(fd)
-	    print("ok", flush=True)
-	except OSError as e:
-	    print("errno", e.errno, flush=True)
-PY
 for mode in plain restart; do
 	rm -f "$work/go"
-	coproc WR { "$PY" "$work/wr.py" "$mnt/d/$mode.bin" "$work/go" 3000000 "$work/$mode.want" 2>&1; }
+	coproc WR { "$PY" "$(dirname "$0")/../lib/held_writer.py" "$mnt/d/$mode.bin" "$work/go" 3000000 "$work/$mode.want" 2>&1; }
 	read -r -t 30 l <&"${WR[0]}"
 	[ "$l" = wrote ] || bad "$mode: the writer did not write ($l)"
 	if [ $mode = restart ]; then

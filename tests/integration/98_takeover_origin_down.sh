@@ -35,7 +35,7 @@ wait_successor() {
 # $work/NAME.out, its pid in wpid[NAME]; writer_said NAME LINE: within 90 s.
 declare -A wpid
 writer_start() {
-	"$PY" "$work/wr.py" "$2" "$work/go" "$3" "$work/$1.want" >"$work/$1.out" 2>&1 4<&- &
+	"$PY" "$(dirname "$0")/../lib/held_writer.py" "$2" "$work/go" "$3" "$work/$1.want" >"$work/$1.out" 2>&1 4<&- &
 	wpid[$1]=$!
 }
 writer_said() {
@@ -47,23 +47,6 @@ writer_said() {
 	done
 	grep -qx -- "$2" "$work/$1.out" 2>/dev/null
 }
-cat >"$work/wr.py" <<-'PY'
-	import os, sys, time
-	path, go, n, want = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-	data = os.urandom(n)
-	open(want, "wb").write(data)
-	fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-	os.write(fd, data)
-	print("wrote", flush=True)
-	while not os.path.exists(go):
-	    time.sleep(0.05)
-	try:
-	    os.fsync(fd)
-	    os.close(fd)
-	    print("ok", flush=True)
-	except OSError as e:
-	    print("errno", e.errno, flush=True)
-PY
 
 # ---- the mounts: A hard, supervised (-f); B offline=, a daemon
 step "mount A (hard, supervise) and B (offline=2, a daemon: supervised by default)"
