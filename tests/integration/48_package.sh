@@ -260,7 +260,7 @@ else
 fi
 {
 	[ -s "$FSTAB" ] && [ -n "$(tail -c 1 "$FSTAB")" ] && echo
-	printf '%s %s fuse.cachegw cache_dir=%s,allow_other,_netdev,noatime,logfile=%s,x-systemd.mount-timeout=30 0 0\n' \
+	printf '%s %s fuse.cachegw cache_dir=%s,supervise,allow_other,_netdev,noatime,logfile=%s,x-systemd.mount-timeout=30 0 0\n' \
 		"$ORIGIN_URL" "$MNT" "$cdir" "$glog"
 } >>"$FSTAB"
 step "mount (fstab: $(tail -n 1 "$FSTAB"))"
@@ -273,7 +273,7 @@ fi
 harness_register_mount "$MNT"
 is_mounted "$MNT" || { bad "nothing mounted at $MNT"; cat "$glog" >&2 2>/dev/null; exit 1; }
 [ "$(findmnt -n -o FSTYPE -M "$MNT")" = fuse.cachegw ] || bad "$MNT is $(findmnt -n -o FSTYPE -M "$MNT"), not fuse.cachegw"
-# A daemon is supervised by default: the supervisor, and the serving
+# Supervised (the fstab line says so): the supervisor, and the serving
 # process its child.
 gw=$(pkg_pids)
 [ "$(echo "$gw" | wc -w)" = 2 ] || bad "want two packaged gateway processes (a supervisor and the serving one), found: '$gw'"
