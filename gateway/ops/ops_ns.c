@@ -179,6 +179,20 @@ static int excl_settle(struct gw *gw, const struct nfsc_cred *cr,
 	return 0;
 }
 
+/* A change that makes a name (intent in slot) answered: the entry, or
+ * the error; the intent ends. */
+static void made_reply(struct gw *gw, fuse_req_t req, unsigned slot,
+		       struct gw_inode *p, const char *name,
+		       const struct nfsc_cred *cr, struct nfsc_created *c,
+		       struct fuse_file_info *fi, bool existed, int ret)
+{
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		gw_reply_created(gw, req, p, name, cr, c, fi, existed);
+	gw_intent_end(slot);
+}
+
 /* The end of a MKDIR, MKNOD or SYMLINK sent as intent in (slot): the
  * file made is noted for a successor; an EEXIST that a dead process's
  * same change explains is answered as done (redo_created); the reply. */
@@ -192,11 +206,7 @@ static void created_reply(struct gw *gw, fuse_req_t req, unsigned slot,
 		gw_intent_made(slot, &c->fh);
 	if (ret == -EEXIST)
 		ret = redo_created(gw, in, type, NULL, target, p, name, cr, c);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, name, cr, c, NULL, false);
-	gw_intent_end(slot);
+	made_reply(gw, req, slot, p, name, cr, c, NULL, false, ret);
 }
 
 /* An O_EXCL CREATE failed with EEXIST: if a dead process had sent this very
@@ -370,11 +380,7 @@ void gw_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			c.attr = post.attr;
 		}
 	}
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, name, &cr, &c, fi, existed);
-	gw_intent_end(slot);
+	made_reply(gw, req, slot, p, name, &cr, &c, fi, existed, ret);
 }
 
 void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
@@ -405,9 +411,5 @@ void gw_link(fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
 		c.attr = post.attr;
 		c.has_attr = post.has_attr;
 	}
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		gw_reply_created(gw, req, p, newname, &cr, &c, NULL, false);
-	gw_intent_end(slot);
+	made_reply(gw, req, slot, p, newname, &cr, &c, NULL, false, ret);
 }
