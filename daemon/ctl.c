@@ -30,6 +30,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "fleet.h"
 #include "gw_state.h"
 #include "nodes.h"
 
@@ -323,6 +324,57 @@ static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
 	}
 }
 
+/* The fleet store's calls (fleet=), beside the origin's. */
+static void print_fleet(struct gw *gw, FILE *out, bool prometheus)
+{
+	struct fleet_stats st;
+	char key[64], lab[48];
+	unsigned c;
+
+	if (!gw->fleet)
+		return;
+	fleet_stats(gw->fleet, &st);
+#define FL(nm, ty, hp, v) do {						\
+		if (prometheus)						\
+			fprintf(out, "# HELP cachegw_%s %s\n# TYPE "	\
+				"cachegw_%s %s\ncachegw_%s %llu\n", nm, hp, \
+				nm, ty, nm, (unsigned long long)(v));	\
+		else							\
+			fprintf(out, "%-36s %llu\n", nm,		\
+				(unsigned long long)(v));		\
+	} while (0)
+	FL("fleet_connected", "gauge", "1 while the fleet store is "
+	   "connected.", st.connected);
+	FL("fleet_losses_total", "counter", "Times the fleet store went "
+	   "away.", st.losses);
+	FL("fleet_names_total", "counter", "Origin handles sent to the "
+	   "store to be named.", st.names_assigned);
+	for (c = 0; c < FLEET_NCALLS; c++) {
+		snprintf(key, sizeof(key), "fleet_%s_calls_total",
+			 fleet_call_name(c));
+		FL(key, "counter", "Fleet store round trips answered, by "
+		   "call.", st.call[c].calls);
+		snprintf(key, sizeof(key), "fleet_%s_errors_total",
+			 fleet_call_name(c));
+		FL(key, "counter", "Fleet store round trips not answered "
+		   "(store away, SQL error), by call.", st.call[c].errors);
+	}
+#undef FL
+	if (!prometheus)
+		return;
+	fprintf(out, "# HELP cachegw_fleet_call_duration_seconds Time of a "
+		"fleet store round trip, by call.\n# TYPE "
+		"cachegw_fleet_call_duration_seconds histogram\n");
+	for (c = 0; c < FLEET_NCALLS; c++) {
+		if (!st.call[c].lat.count)
+			continue;
+		snprintf(lab, sizeof(lab), "call=\"%s\"", fleet_call_name(c));
+		lat_hist_print_series(&st.call[c].lat,
+				      "cachegw_fleet_call_duration_seconds",
+				      lab, out);
+	}
+}
+
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 {
 	struct metric m[64];
@@ -338,6 +390,7 @@ void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 				(unsigned long long)m[i].value);
 	}
 	print_origin_calls(gw, out, prometheus);
+	print_fleet(gw, out, prometheus);
 	if (!prometheus)
 		return;
 	gw_hist_print(&gw->origin_read_lat,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "config.h"
 #include "daemon.h"
 #include "nodes.h"
 
@@ -215,7 +216,12 @@ static int open_cache(struct gw *gw)
 	}
 	nodes_stats(gw->nodes, &ns);
 	gw->generation = ns.generation;
-	ret = gw_handle_key_load(gw, gw->o->cache_dir, ns.reserved_id);
+	ret = gw_fleet_check_dir(gw);
+	if (ret)
+		return ret;
+	/* A fleet's key comes from its store (gw_fleet_start). */
+	ret = gw->o->fleet ? 0 : gw_handle_key_load(gw, gw->o->cache_dir,
+						    ns.reserved_id);
 	if (ret) {
 		fprintf(stderr, "cachegw: cache_dir '%s': cannot read or make "
 			"handle-key: %s\n", gw->o->cache_dir, strerror(-ret));
@@ -293,6 +299,8 @@ int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		goto out_cache;
 	if (open_origin(&gw))
 		goto out_cache;
+	if (gw_fleet_start(&gw, CACHEGW_VERSION))
+		goto out_nfs;
 	if (gw_gateway_init(&gw)) {
 		fprintf(stderr, "cachegw: out of memory\n");
 		goto out_nfs;
@@ -494,6 +502,7 @@ out_itable:
 	gw_itable_free(&gw);
 	gw_silly_stop(&gw);
 out_nfs:
+	gw_fleet_stop(&gw);
 	nfsc_close(gw.nfs);
 out_cache:
 	gw_ctl_stop(&gw);

@@ -405,5 +405,7 @@ void gw_opts_free(struct gw_opts *o)
 	free(o->cache_dir);
 	free(o->logfile);
 	free(o->pidfile);
+	free(o->fleet);
+	free(o->fleet_member);
 	free(o->mountpoint_real);
 }

@@ -159,6 +159,13 @@ const struct gw_opt_row gw_opt_table[] = {
 	WORD("auto", GW_OPTKEY_IGNORE),
 	WORD("noauto", GW_OPTKEY_IGNORE),
 
+	SECTION("Fleet"),
+	STR("fleet", fleet, "CONNINFO", "none",
+	    "share node-ids with the other gateways of this export through "
+	    "this PostgreSQL store (libpq connection string or URI)"),
+	STR("fleet_member", fleet_member, "NAME", "the host name",
+	    "this gateway's name in the fleet store"),
+
 	SECTION("Logs and metrics"),
 	STR("logfile", logfile, "PATH", "syslog; stderr with -f",
 	    "log here (SIGHUP reopens it)"),

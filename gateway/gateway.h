@@ -32,6 +32,7 @@ struct gw_reclaim;
 struct gw_silly_tab;
 struct gw_fetch;
 struct nodes;
+struct fleet;
 struct nodes_md;
 
 /* ---- the options (daemon/opts.c parses them) ---- */
@@ -73,6 +74,9 @@ struct gw_opts {
 					 * disk cannot take now are dropped */
 	char *logfile;
 	char *pidfile;			/* pidfile= (NULL: none) */
+	char *fleet;			/* fleet store's libpq connection
+					 * string (NULL: no fleet) */
+	char *fleet_member;		/* name in the store (NULL: host) */
 	unsigned drain_timeout;		/* seconds: open files after SIGTERM,
 					 * then commits at exit */
 	unsigned offline;		/* seconds without an answer before
@@ -129,6 +133,9 @@ struct gw {
 					 * thread-safe */
 	struct nodes *nodes;	/* persistent node-id table; set at
 					 * start; thread-safe */
+	struct fleet *fleet;		/* fleet=: where node-ids come from
+					 * (NULL: the table makes them); set
+					 * at start; thread-safe */
 	uint32_t generation;		/* the node-id table's generation:
 					 * node-ids below hkey.old_cutover
 					 * keep it; set at start */
@@ -368,6 +375,15 @@ int gw_md_dent_any(struct gw *gw, uint64_t dir, const char *name,
 		   uint64_t *child);
 
 /* ---- logging.c ---- */
+/* fleet=: the cache_dir's tie to a fleet checked (a fleet's cache_dir
+ * without fleet=, or one with node-ids of its own with it, refused with a
+ * message on stderr), after the node-id table is open; then, once the
+ * origin's root is known, the store joined (its key gives every
+ * generation) and left. 0 or -errno; both are no-ops without fleet=. */
+int gw_fleet_check_dir(struct gw *gw);
+int gw_fleet_start(struct gw *gw, const char *version);
+void gw_fleet_stop(struct gw *gw);
+
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Keep the lines said from now (afresh) until gw_log_detach, which writes
  * them to the log too: a daemon's, said on its starter's terminal. */

@@ -24,6 +24,9 @@
 #                                        ${NAME^^}_URL, _URLQ, _PID, _DIR, _LOG
 #   origin_stop NAME                     stop that ganesha, wait for exit
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
+#   store_start NAME PORT, store_stop NAME, store_sql NAME SQL
+#                                        a fleet store (PostgreSQL 15);
+#                                        sets ${NAME^^}_CONNINFO, _PID
 #   mount_gateway URL MNT [OPTS]         start "$CACHEGW URL MNT -f -o OPTS"
 #                                        (stderr -> $GW_LOG), wait for mount;
 #                                        sets GW_PID, GW_LOG, GW_MNT;
@@ -41,6 +44,7 @@ ORIGIN_NFS_PORT=${CACHEGW_ORIGIN_NFS_PORT:-20490}
 ORIGIN_MNT_PORT=${CACHEGW_ORIGIN_MNT_PORT:-20491}
 REEXPORT_NFS_PORT=${CACHEGW_REEXPORT_NFS_PORT:-20590}
 REEXPORT_MNT_PORT=${CACHEGW_REEXPORT_MNT_PORT:-20591}
+STORE_PORT=${CACHEGW_STORE_PORT:-20595}
 
 _HARNESS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${CACHEGW:=$_HARNESS_ROOT/build/gateway/cachegw}"
@@ -449,6 +453,101 @@ origin_stop() {
 	pid_stop "$pid" 15
 	printf -v "$v" '%s' ""
 	return 0
+}
+
+# store_start NAME PORT: a fleet store: Debian's PostgreSQL 15 server, in
+# a scratch directory of its own, run as the postgres user on 127.0.0.1:PORT
+# (and a socket in that directory), with a database "cachegw". Sets
+# ${NAME^^}_CONNINFO (a libpq connection string for fleet=), _PID, _DIR,
+# _PORT, _LOG. store_stop NAME stops it (a fast shutdown: connected
+# gateways do not hold it up); store_start NAME again starts it on the
+# same data (the port it had).
+STORE_PG_BIN=${CACHEGW_PG_BIN:-/usr/lib/postgresql/15/bin}
+store_start() {
+	local name=$1 port=${2:-} up dir v log pid i
+	if [ $# -lt 1 ] || [[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]]; then
+		hlog "usage: store_start NAME PORT"
+		return 2
+	fi
+	if [ ! -x "$STORE_PG_BIN/postgres" ]; then
+		hlog "no PostgreSQL server at $STORE_PG_BIN (apt-get install postgresql-15)"
+		return 1
+	fi
+	up=$(_upper "$name")
+	v=${up}_DIR
+	dir=${!v:-}
+	if [ -z "$dir" ]; then
+		[ -n "$port" ] || { hlog "usage: store_start NAME PORT"; return 2; }
+		dir=$(harness_tmpdir "store-$name") || return 1
+		chown postgres: "$dir" || return 1
+		if ! setpriv --reuid=postgres --regid=postgres --init-groups -- \
+			"$STORE_PG_BIN/initdb" -D "$dir/data" -A trust -U postgres \
+			-E UTF8 --no-sync >"$dir/initdb.log" 2>&1; then
+			hlog "initdb failed:"
+			tail -n 20 "$dir/initdb.log" >&2
+			return 1
+		fi
+		printf -v "${up}_DIR" '%s' "$dir"
+		printf -v "${up}_PORT" '%s' "$port"
+	else
+		v=${up}_PORT
+		port=${!v}
+	fi
+	if _port_listening "$port"; then
+		hlog "port $port already in use (another test run?)"
+		return 1
+	fi
+	log=$dir/postgres.log
+	setpriv --reuid=postgres --regid=postgres --init-groups -- \
+		"$STORE_PG_BIN/postgres" -D "$dir/data" -p "$port" -k "$dir" \
+		-c listen_addresses=127.0.0.1 -c max_connections=50 \
+		-c shared_buffers=16MB -c log_min_messages=warning \
+		</dev/null >>"$log" 2>&1 &
+	pid=$!
+	harness_register_pid "$pid"
+	printf -v "${up}_PID" '%s' "$pid"
+	printf -v "${up}_LOG" '%s' "$log"
+	for ((i = 0; i < 200; i++)); do
+		pid_alive "$pid" || break
+		if "$STORE_PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+			if ! "$STORE_PG_BIN/psql" -qAt -h 127.0.0.1 -p "$port" -U postgres \
+				-c "SELECT 1 FROM pg_database WHERE datname = 'cachegw'" |
+				grep -q 1; then
+				"$STORE_PG_BIN/psql" -q -h 127.0.0.1 -p "$port" -U postgres \
+					-c "CREATE DATABASE cachegw" >/dev/null || return 1
+			fi
+			printf -v "${up}_CONNINFO" '%s' \
+				"host=127.0.0.1 port=$port user=postgres dbname=cachegw"
+			export "${up}_CONNINFO"
+			return 0
+		fi
+		sleep 0.1
+	done
+	hlog "PostgreSQL ($name) did not start within 20 s; log:"
+	tail -n 20 "$log" >&2
+	return 1
+}
+
+store_stop() {
+	local up v pid
+	up=$(_upper "$1")
+	v=${up}_PID
+	pid=${!v:-}
+	[ -n "$pid" ] || return 0
+	# SIGINT: a fast shutdown (SIGTERM would wait for every client).
+	kill -INT "$pid" 2>/dev/null
+	pid_stop "$pid" 20
+	printf -v "$v" '%s' ""
+	return 0
+}
+
+# store_sql NAME SQL: run SQL in NAME's cachegw database; rows on stdout,
+# fields separated by '|'.
+store_sql() {
+	local up v
+	up=$(_upper "$1")
+	v=${up}_PORT
+	"$STORE_PG_BIN/psql" -qAt -h 127.0.0.1 -p "${!v}" -U postgres -d cachegw -c "$2"
 }
 
 # latproxy_start NAME RTT_MS NFS_PORT MNT_PORT: a far origin: the

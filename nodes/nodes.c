@@ -49,6 +49,8 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		return ret;
 	if (t->readonly)
 		return -EROFS;
+	if (__atomic_load_n(&t->external_ids, __ATOMIC_RELAXED))
+		return -ENOENT;
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_wrlock(&t->lock);
 	/* 2. Someone may have added it between the locks. */
@@ -90,6 +92,58 @@ out_gen:
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
+}
+
+int nodes_put(struct nodes *t, const void *h, size_t hlen, uint64_t parent,
+	      uint64_t nodeid)
+{
+	uint8_t rec[REC_MAX];
+	uint32_t h32;
+	uint64_t slot, have;
+	size_t len;
+	int ret;
+
+	if (bad_handle(h, hlen) || nodeid < NODES_FIRST_ID ||
+	    nodeid >= NODES_ID_LIMIT)
+		return -EINVAL;
+	if (t->readonly)
+		return -EROFS;
+	h32 = tab_h32(h, hlen);
+	pthread_rwlock_wrlock(&t->lock);
+	slot = tab_h_slot(t, h, hlen, h32);
+	if (slot != UINT64_MAX) {
+		have = t->ents[t->htab[slot].ent1 - 1].id;
+		ret = have == nodeid ? 0 : -EEXIST;
+		goto out_unlock;
+	}
+	if (tab_id_lookup(t, nodeid) != UINT32_MAX) {
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	len = nlog_rec_encode(rec, t->gen, REC_ADD, nodeid, parent, h, hlen);
+	ret = nlog_append(t, rec, len);
+	if (ret)
+		goto out_unlock;
+	ret = tab_add(t, nodeid, parent, h, hlen, h32);
+	if (ret) {
+		len = nlog_rec_encode(rec, t->gen, REC_REMOVE, nodeid, 0, NULL,
+				      0);
+		if (nlog_append(t, rec, len))
+			nlog_set_broken(t, "undo of an add", -EIO);
+		goto out_unlock;
+	}
+	/* As replay does: an id seen is never handed out again. */
+	if (nodeid >= t->next_id)
+		t->next_id = nodeid + 1;
+	ret = 1;
+out_unlock:
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+void nodes_external_ids(struct nodes *t)
+{
+	__atomic_store_n(&t->external_ids, true, __ATOMIC_RELAXED);
 }
 
 int nodes_get(struct nodes *t, uint64_t nodeid, void *h,

@@ -92,6 +92,18 @@ int nodes_find(struct nodes *t, const void *h, size_t hlen,
 int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		    uint64_t parent, uint64_t *nodeid, uint32_t *gen);
 
+/* Record h as nodeid, an id given from outside the table (a fleet's
+ * store: fleet.h), durable against process death before it returns. The
+ * table never hands out that id itself afterwards. 1 if added, 0 if h
+ * already is nodeid, -EEXIST if h or nodeid is in the table with another,
+ * -EINVAL (hlen, or an id out of range), -EROFS, -errno as nodes_add. */
+int nodes_put(struct nodes *t, const void *h, size_t hlen, uint64_t parent,
+	      uint64_t nodeid);
+
+/* From now on every id comes from outside (nodes_put): nodes_add of a
+ * handle not in the table answers -ENOENT instead of making one. */
+void nodes_external_ids(struct nodes *t);
+
 /* Handle, parent and generation of nodeid. *hlen is the size of h on entry
  * (NODES_HANDLE_MAX always suffices) and the handle's length on
  * return. parent and gen may be NULL. 0, -ENOENT (never handed out, removed,

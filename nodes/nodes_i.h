@@ -70,6 +70,8 @@ struct hslot {
 
 struct nodes {
 	bool readonly;			/* immutable */
+	bool external_ids;		/* ids come from outside (the fleet
+					 * store): nodes_add makes none */
 	int dirfd;			/* immutable */
 	uint32_t gen;			/* immutable: the table's generation */
 

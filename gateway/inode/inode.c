@@ -198,7 +198,9 @@ static struct gw_inode *inode_from_table(struct gw *gw, uint64_t nodeid)
 	uint32_t gen;
 	size_t len = sizeof(fh.data);
 
-	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0)
+	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0 &&
+	    (gw_fleet_bring(gw, nodeid) ||
+	     nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0))
 		return NULL;
 	fh.len = (uint32_t)len;
 	ino = inode_new(gw, &fh, nodeid);
@@ -257,7 +259,15 @@ static struct gw_inode *inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 {
 	struct gw_itable *t = &gw->it;
 	struct gw_inode *ino;
+	bool moved = false;
+	int fret;
 
+	/* A fleet's node-id comes from its store, asked without the table
+	 * lock (a name the node-id table knows asks nothing). */
+	if (gw->fleet && (fret = gw_fleet_name(gw, fh, parent)) < 0) {
+		errno = -fret;
+		return NULL;
+	}
 	pthread_mutex_lock(&t->lock);
 	ino = find_fh_locked(t, fh);
 	if (!ino) {
@@ -291,9 +301,13 @@ static struct gw_inode *inode_ref(struct gw *gw, const struct nfsc_fh *fh,
 		/* A directory moved: ".." must follow it. */
 		ino->parent = parent;
 		nodes_set_parent(gw->nodes, ino->nodeid, parent);
+		moved = true;
 	}
 	ino->nlookup++;
 	pthread_mutex_unlock(&t->lock);
+	/* The fleet's other gateways answer ".." from the store. */
+	if (moved)
+		gw_fleet_set_parent(gw, ino->nodeid, parent);
 	return ino;
 }
 

@@ -11,6 +11,8 @@
  * reclaim_base.c: what reclaim stands on: its triggers, the stop and
  *              the clock, the GETATTR batches of a pass.
  * reclaim_pass.c: one pass: which entries are of files gone.
+ * fleet_ids.c: node-ids from the fleet store (fleet=): names sent to it,
+ *              node-ids another gateway minted brought in.
  */
 #ifndef CACHEGW_INODE_I_H
 #define CACHEGW_INODE_I_H
@@ -184,5 +186,22 @@ void reclaim_batch_put_locked(struct reclaim_batch *b);
  * to stop while waiting (the batch is left to its callbacks; do not touch
  * it again). */
 bool reclaim_probe_all(struct gw *gw, struct reclaim_batch *b, unsigned n);
+
+/* ---- fleet_ids.c ---- */
+
+/* Without fleet= these do nothing (0; gw_fleet_bring: -ENOENT). */
+/* The node-id of fh (or of every entry of l) written to the node-id table
+ * from the store, for those the table does not have: one round trip for
+ * all. 0, or -EIO (the store away: soft, after the timeout), -ENOMEM. */
+int gw_fleet_name(struct gw *gw, const struct nfsc_fh *fh, uint64_t parent);
+int gw_fleet_name_many(struct gw *gw, const struct nfsc_fh *const *fhs,
+		       const uint64_t *parents, size_t n);
+int gw_fleet_name_list(struct gw *gw, const struct nfsc_dirlist *l,
+		       uint64_t parent);
+/* nodeid, minted by another gateway, written to the node-id table from
+ * the store. 0, -ENOENT (not the export's), -EIO. */
+int gw_fleet_bring(struct gw *gw, uint64_t nodeid);
+/* A directory moved: tell the store (0 without a fleet). */
+int gw_fleet_set_parent(struct gw *gw, uint64_t nodeid, uint64_t parent);
 
 #endif

@@ -184,6 +184,11 @@ again:
 	if (!ret || ret == -EACCES)
 		gw_access_note_listed(gw, ino, cr, ver, !ret,
 				      !ret && names_searched(&sn->list));
+	/* A fleet's node-ids for the whole listing in one round trip, before
+	 * anything below names them one by one. A store away only costs the
+	 * entries' attributes: readdirplus answers them as plain entries. */
+	if (!ret)
+		gw_fleet_name_list(gw, &sn->list, ino->nodeid);
 	if (!ret)
 		gw_reclaim_note_add(gw, gw_md_note_listing(gw, ino, ver,
 							   &sn->list));

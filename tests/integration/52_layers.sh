@@ -1,5 +1,5 @@
 #!/bin/bash
-# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
+# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/, fleet/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, fleet_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,8 +25,9 @@ rooms="base:gw_i.h keep:keep_i.h inode:inode_i.h cred:cred_i.h read:read_i.h
 run_checks() { # TOP
 	local t=$1 r=0 common below="" room lower
 	common="config.h $(cd "$t/common" && ls -- *.h | tr '\n' ' ')"
-	lower="$common nfsc.h cache.h nodes.h"
+	lower="$common nfsc.h cache.h nodes.h fleet.h"
 	check "$t/common" config.h || r=1
+	check "$t/fleet" $common || r=1
 	check "$t/nfsclient" $common || r=1
 	check "$t/cache" $common || r=1
 	check "$t/nodes" $common || r=1
@@ -50,7 +51,7 @@ run_checks "$top" || bad "a layer includes a header it should not"
 # (inode/ -> ops_i.h) and on a room reaching into another's private file
 # (ops/ -> cred/groups.h).
 copy=$(harness_tmpdir layers)
-for d in common nfsclient cache nodes gateway daemon; do cp -r "$top/$d" "$copy/"; done
+for d in common nfsclient cache nodes fleet gateway daemon; do cp -r "$top/$d" "$copy/"; done
 # doctor FILE ANCHOR-INCLUDE NEW-INCLUDE WHAT: the check must name FILE.
 doctor() {
 	local f=$1 anchor=$2 new=$3 what=$4 out

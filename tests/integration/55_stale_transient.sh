@@ -20,69 +20,21 @@ metric() { gw_metric "$cdir" "$1"; }
 reclaim() { cache_inspect reclaim --cache-dir "$cdir" 2>&1; }
 field() { printf '%s\n' "$2" | awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }'; }
 
-# handles.py take LIST OUT | check OUT MNT DATA: name_to_handle_at of
-# every path of LIST (relative to MNT) into OUT; then open_by_handle_at of
-# each and its bytes compared with DATA's: one line per handle that does
-# not open or read other bytes, "ok N" at the end.
-cat >"$work/handles.py" <<'PY'
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class FH(ctypes.Structure):
-    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("h", ctypes.c_ubyte * 128)]
-def take(path):
-    fh, mid = FH(), ctypes.c_int()
-    fh.bytes = 128
-    if libc.name_to_handle_at(-100, path.encode(), ctypes.byref(fh), ctypes.byref(mid), 0):
-        raise OSError(ctypes.get_errno(), path)
-    return "%d:%s" % (fh.type, bytes(fh.h[:fh.bytes]).hex())
-def open_fh(mfd, s):
-    t, h = s.split(":")
-    b = bytes.fromhex(h)
-    fh = FH()
-    fh.bytes, fh.type = len(b), int(t)
-    ctypes.memmove(fh.h, b, len(b))
-    fd = libc.open_by_handle_at(mfd, ctypes.byref(fh), os.O_RDONLY)
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-    return fd
-if sys.argv[1] == "take":
-    mnt = sys.argv[4]
-    with open(sys.argv[2]) as f, open(sys.argv[3], "w") as out:
-        for rel in f.read().split():
-            out.write("%s %s\n" % (rel, take(os.path.join(mnt, rel))))
-else:
-    out, mnt, data = sys.argv[2:5]
-    mfd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
-    n = 0
-    for line in open(out):
-        rel, h = line.split()
-        try:
-            fd = open_fh(mfd, h)
-            got = os.read(fd, 1 << 20)
-            os.close(fd)
-        except OSError as e:
-            print("%s: the handle taken before: %s" % (rel, e.strerror))
-            continue
-        if got != open(os.path.join(data, rel), "rb").read():
-            print("%s: the handle reads other bytes than the origin's" % rel)
-            continue
-        n += 1
-    print("ok %d" % n)
-PY
+# handles.py (tests/lib): take handles of a list of paths; check them.
 # d/gone is never read (the origin, nfs-ganesha, would keep it open, and
 # a removed file still open is not stale).
 (cd "$data" && find . -type f ! -name gone -printf '%P\n' | sort) >"$work/files"
 echo d/gone >"$work/gone"
 nfiles=$(wc -l <"$work/files")
 ls -lR "$mnt" >/dev/null || bad "listing through the mount"
-"$PY" "$work/handles.py" take "$work/files" "$work/handles" "$mnt" || bad "name_to_handle_at through the mount"
-"$PY" "$work/handles.py" take "$work/gone" "$work/handle-gone" "$mnt" || bad "name_to_handle_at of d/gone"
+"$PY" "$(dirname "$0")/../lib/handles.py" take "$work/files" "$work/handles" "$mnt" || bad "name_to_handle_at through the mount"
+"$PY" "$(dirname "$0")/../lib/handles.py" take "$work/gone" "$work/handle-gone" "$mnt" || bad "name_to_handle_at of d/gone"
 # check_handles WHEN [HANDLES EXPECT]: every handle opens its file with
 # the origin's bytes (or gives EXPECT).
 check_handles() {
 	local out want=${3:-ok $nfiles}
 	drop_caches
-	out=$("$PY" "$work/handles.py" check "${2:-$work/handles}" "$mnt" "$data" 2>&1)
+	out=$("$PY" "$(dirname "$0")/../lib/handles.py" check "${2:-$work/handles}" "$mnt" "$data" 2>&1)
 	[ "$out" = "$want" ] || bad "$1: the handles taken before: $(printf '%s\n' "$out" | head -5 | tr '\n' ';') (want '$want')"
 }
 check_handles "before anything"

@@ -11,6 +11,7 @@ top=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 maps=(
 	"cache cache_i.h"
 	"nodes nodes_i.h"
+	"fleet fleet_i.h"
 	"nfsclient nfsc_i.h"
 	"gateway gateway.h"
 	"gateway/base gw_i.h"

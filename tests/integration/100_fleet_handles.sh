@@ -1,0 +1,128 @@
+#!/bin/bash
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working and a new name waits (hard) until the store is back (lost and back logged once each); a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+set -uo pipefail
+. "$(dirname "$0")/../lib/test.sh" inspect
+H=$(dirname "$0")/../lib/handles.py
+
+ndirs=20
+per=${CACHEGW_TEST_FLEET_PER_DIR:-100}
+data=$(harness_tmpdir origin-data)
+work=$(harness_tmpdir work)
+"$PY" - "$data" "$ndirs" "$per" <<-'PY'
+	import os, random, sys
+	top, nd, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	r = random.Random(7)
+	for d in range(nd):
+	    p = os.path.join(top, "d%02d" % d)
+	    os.makedirs(p)
+	    for f in range(per):
+	        with open(os.path.join(p, "f%04d" % f), "wb") as o:
+	            o.write(os.urandom(r.randrange(1, 3000)))
+	os.makedirs(os.path.join(top, "a/b/c"))
+	with open(os.path.join(top, "a/b/c/deep"), "wb") as o:
+	    o.write(b"deep file\n")
+	PY
+test_origin "$data"
+store_start store "$STORE_PORT" || { echo "FAIL: the store did not start" >&2; exit 1; }
+fleet="fleet=$STORE_CONNINFO"
+
+mntA=$(harness_tmpdir mntA)
+cA=$(harness_tmpdir cacheA)
+mount_gateway "$ORIGIN_URL" "$mntA" "cache_dir=$cA,$fleet,fleet_member=a" ||
+	{ echo "FAIL: gateway A did not mount" >&2; exit 1; }
+pidA=$GW_PID logA=$GW_LOG
+mntB=$(harness_tmpdir mntB)
+cB=$(harness_tmpdir cacheB)
+mount_gateway "$ORIGIN_URL" "$mntB" "cache_dir=$cB,$fleet,fleet_member=b" ||
+	{ echo "FAIL: gateway B did not mount" >&2; exit 1; }
+pidB=$GW_PID logB=$GW_LOG
+
+(cd "$data" && find . -type f -printf '%P\n' | sort) >"$work/files"
+nfiles=$(wc -l <"$work/files")
+
+# 1. Both gateways walk half the tree at the same moment (each names the
+# same new files: the store must give each one node-id), then A walks
+# the whole tree (a cold walk: one store round trip per listing).
+walkers=()
+for d in $(seq -f 'd%02g' 0 $((ndirs / 2 - 1))); do
+	ls -l "$mntA/$d" >/dev/null &
+	walkers+=($!)
+	ls -l "$mntB/$d" >/dev/null &
+	walkers+=($!)
+done
+wait "${walkers[@]}"
+ls -lR "$mntA" >/dev/null || bad "ls -lR on A"
+"$PY" "$H" take "$work/files" "$work/hA" "$mntA" || bad "name_to_handle_at on A"
+assign=$(gw_metric "$cA" fleet_assign_calls_total)
+[ -n "$assign" ] && [ "$assign" -le $((ndirs * 3 + 20)) ] ||
+	bad "A named $nfiles files in $assign store round trips (want about one per directory, at most $((ndirs * 3 + 20)))"
+echo "  A: $nfiles files named in $assign assign round trips" >&2
+
+# 2. Every handle of A opens on B with the origin's bytes; B never looked
+# up the other half's names.
+drop_caches
+out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "A's handles on B: $(printf '%s\n' "$out" | head -3 | tr '\n' ';') (want ok $nfiles)"
+resolve=$(gw_metric "$cB" fleet_resolve_calls_total)
+[ "${resolve:-0}" -gt 0 ] || bad "B opened handles it never named without asking the store (resolve calls: '$resolve')"
+"$PY" "$H" take "$work/files" "$work/hB" "$mntB" || bad "name_to_handle_at on B"
+cmp -s "$work/hA" "$work/hB" || bad "A and B give different handles for the same file: $(diff "$work/hA" "$work/hB" | head -2 | tr '\n' ';')"
+# ".." of a directory B never saw, from a handle: a deep directory's
+# parent chain (open_by_handle_at of a directory reconnects it).
+echo a/b/c >"$work/dir"
+"$PY" "$H" take "$work/dir" "$work/hdir" "$mntA" || bad "handle of a directory on A"
+
+# 3. B restarted on an empty cache_dir: A's handles still open on B.
+unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
+cB2=$(harness_tmpdir cacheB2)
+mount_gateway "$ORIGIN_URL" "$mntB" "cache_dir=$cB2,$fleet,fleet_member=b" ||
+	{ echo "FAIL: gateway B did not mount again" >&2; exit 1; }
+pidB=$GW_PID logB=$GW_LOG
+drop_caches
+out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "A's handles on B restarted empty: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
+
+# 4. The store stopped: what B knows keeps working; a new name waits for
+# the store (hard) and gets the right answer once it is back.
+store_stop store
+drop_caches
+out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "with the store away, handles B knows: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
+echo "made while the store was away" >"$data/new-file"
+cat "$mntB/new-file" >"$work/new-out" 2>"$work/new-err" &
+catpid=$!
+sleep 2
+pid_alive "$catpid" || bad "a new name with the store away did not wait (hard): $(cat "$work/new-err")"
+store_start store || { echo "FAIL: the store did not start again" >&2; exit 1; }
+wait "$catpid" || bad "reading a new name after the store came back: $(cat "$work/new-err")"
+cmp -s "$work/new-out" "$data/new-file" || bad "the new file's bytes after the store came back"
+for l in "fleet store lost" "fleet store back"; do
+	n=$(grep -c "$l" "$logB")
+	[ "$n" = 1 ] || bad "B logged '$l' $n times (want once)"
+done
+# A, idle through it, still names new files.
+ls -l "$mntA/" >/dev/null || bad "A listing after the store's restart"
+"$PY" "$H" take <(echo new-file) "$work/hnew" "$mntA" || bad "handle of new-file on A"
+out=$("$PY" "$H" check "$work/hnew" "$mntB" "$data" 2>&1)
+[ "$out" = "ok 1" ] || bad "new-file's handle from A on B: $out"
+
+unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
+unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
+
+# 5. A fleet's cache_dir without fleet=, and a cache_dir of a gateway that
+# served without it (node-ids of its own) with fleet=: refused, clearly.
+mntC=$(harness_tmpdir mntC)
+out=$("$CACHEGW" "$ORIGIN_URL" "$mntC" -f -o "cache_dir=$cA" 2>&1 </dev/null)
+rc=$?
+[ $rc -ne 0 ] && [[ $out == *"belongs to a fleet"* ]] ||
+	bad "a fleet's cache_dir without fleet=: rc $rc, '$out'"
+cL=$(harness_tmpdir cacheL)
+mount_gateway "$ORIGIN_URL" "$mntC" "cache_dir=$cL" || bad "a plain gateway"
+ls -l "$mntC/d00" >/dev/null
+unmount_gateway "$mntC" || bad "unmount the plain gateway"
+out=$("$CACHEGW" "$ORIGIN_URL" "$mntC" -f -o "cache_dir=$cL,$fleet" 2>&1 </dev/null)
+rc=$?
+[ $rc -ne 0 ] && [[ $out == *"node-ids of its"* ]] ||
+	bad "a plain cache_dir with fleet=: rc $rc, '$out'"
+is_mounted "$mntC" && bad "a refused gateway left a mount"
+exit $fail
