@@ -151,6 +151,14 @@ static bool soft_expired(struct fleet *f, uint64_t start)
 	return fleet_now_ns() - since >= (uint64_t)f->timeout_s * 1000000000u;
 }
 
+/* SQLSTATE 40001 (serialization_failure), 40P01 (deadlock_detected). */
+static bool retryable(const PGresult *r)
+{
+	const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return st && (!strcmp(st, "40001") || !strcmp(st, "40P01"));
+}
+
 PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			    const char *sql, int nparams,
 			    const char *const *params, ExecStatusType want,
@@ -158,6 +166,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 {
 	struct fleet_call_stats *s = &f->call[c];
 	uint64_t start = fleet_now_ns(), t0;
+	unsigned tries = 0;
 	PGresult *r;
 
 	GW_ASSERT_HELD(&f->lock);
@@ -191,6 +200,12 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			return r;
 		}
 		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
+		if (retryable(r) && tries++ < 5) {
+			/* A deadlock or serialization failure the server
+			 * chose us for: nothing was done; again. */
+			PQclear(r);
+			continue;
+		}
 		if (PQstatus(f->pg) != CONNECTION_OK) {
 			/* The connection broke: every call is safe to send
 			 * again (assign finds what an earlier try named). */

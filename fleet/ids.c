@@ -11,7 +11,8 @@
 #define BATCH 1000	/* names per round trip: 128 KiB of hex at most */
 
 /* Known names answer from the table; the rest are inserted with ids from
- * the sequence. A name another gateway inserts at the same moment is not
+ * the sequence, in the order of their handles (two gateways inserting
+ * overlapping sets wait on each other's rows in one order: no deadlock). A name another gateway inserts at the same moment is not
  * seen by this statement (its snapshot is older) and is not inserted
  * either (ON CONFLICT): it comes back without a row and is asked again. */
 static const char assign_sql[] =
@@ -23,8 +24,9 @@ static const char assign_sql[] =
 	" ON n.export_id = $1 AND n.fh = input.fh),"
 	" ins AS ("
 	" INSERT INTO cachegw_node (export_id, nodeid, fh, parent)"
-	" SELECT DISTINCT ON (fh) $1::int8, nextval('cachegw_nodeid'), fh,"
-	" parent FROM input WHERE i NOT IN (SELECT i FROM old)"
+	" SELECT $1::int8, nextval('cachegw_nodeid'), fh, parent FROM ("
+	" SELECT DISTINCT ON (fh) fh, parent FROM input"
+	" WHERE i NOT IN (SELECT i FROM old) ORDER BY fh) AS n"
 	" ON CONFLICT (export_id, fh) DO NOTHING RETURNING fh, nodeid)"
 	" SELECT i, nodeid FROM old"
 	" UNION ALL SELECT input.i, ins.nodeid FROM ins"

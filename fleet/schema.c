@@ -207,11 +207,15 @@ static void *heartbeat(void *arg)
 	char id[24];
 	const char *p[2] = { id, f->member };
 
+	int err;
+
 	pthread_mutex_lock(&f->lock);
+	/* A kept start: connect now (or log the store lost). */
+	if (!f->pg)
+		fleet_connect_locked(f);
 	while (!f->stop) {
 		struct timespec until;
 		PGresult *r;
-		int err;
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += f->heartbeat_s;
@@ -279,7 +283,10 @@ int fleet_open(const struct fleet_opts *o, const struct fleet_kept *kept,
 	pthread_condattr_destroy(&ca);
 
 	pthread_mutex_lock(&f->lock);
-	ret = fleet_connect_locked(f);
+	/* With a kept export the store is not needed to start (an upgrade,
+	 * a crash successor, a restart): the heartbeat thread connects at
+	 * once, off the request path. */
+	ret = kept ? -EAGAIN : fleet_connect_locked(f);
 	if (ret && (f->broken || !kept)) {
 		seterr(err, errlen, "%s%s", f->broken ? "" :
 		       "cannot reach the fleet store: ", f->why);
@@ -287,13 +294,9 @@ int fleet_open(const struct fleet_opts *o, const struct fleet_kept *kept,
 		ret = f->broken ? -EPROTO : -EHOSTUNREACH;
 		goto fail_lock;
 	}
-	if (ret)
-		f->log("fleet store not reachable at start (%s): starting on "
-		       "the node-ids this cache_dir kept", f->why);
-	/* The first connect is quiet; from now on losses are logged. */
-	f->up = f->pg != NULL;
-	if (!f->up)
-		clock_gettime(CLOCK_MONOTONIC, &f->down_since);
+	/* Up until the first connect says otherwise: a store away at a
+	 * kept start is logged as lost, once, by the heartbeat's try. */
+	f->up = true;
 	pthread_mutex_unlock(&f->lock);
 	if (pthread_create(&f->hb, NULL, heartbeat, f)) {
 		ret = -ENOMEM;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working and a new name waits (hard) until the store is back (lost and back logged once each); a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back (lost and back logged once each); a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -88,6 +88,14 @@ store_stop store
 drop_caches
 out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
 [ "$out" = "ok $nfiles" ] || bad "with the store away, handles B knows: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
+# A restarted while the store is away starts on what its cache_dir kept,
+# and every handle it knew opens.
+unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
+mount_gateway "$ORIGIN_URL" "$mntA" "cache_dir=$cA,$fleet,fleet_member=a" ||
+	{ echo "FAIL: A did not start again with the store away" >&2; exit 1; }
+pidA=$GW_PID logA=$GW_LOG
+out=$("$PY" "$H" check "$work/hA" "$mntA" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "A restarted with the store away, its own handles: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
 echo "made while the store was away" >"$data/new-file"
 cat "$mntB/new-file" >"$work/new-out" 2>"$work/new-err" &
 catpid=$!
