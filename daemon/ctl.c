@@ -375,6 +375,47 @@ static void print_fleet(struct gw *gw, FILE *out, bool prometheus)
 	}
 }
 
+/* "fleet": the store's health and the export's members, for people. */
+static void ctl_fleet(struct gw *gw, FILE *out)
+{
+	struct fleet_member m[64];
+	struct fleet_stats st;
+	time_t now = time(NULL);
+	unsigned c;
+	int n, i;
+
+	if (!gw->fleet) {
+		fprintf(out, "error: this gateway is not in a fleet (no "
+			"fleet= option)\n");
+		return;
+	}
+	fleet_stats(gw->fleet, &st);
+	fprintf(out, "store: %s, export %llu, lost %llu times\n",
+		st.connected ? "connected" : "AWAY",
+		(unsigned long long)st.export_id,
+		(unsigned long long)st.losses);
+	for (c = 0; c < FLEET_NCALLS; c++)
+		if (st.call[c].calls || st.call[c].errors)
+			fprintf(out, "  %-10s %8llu calls %6llu errors  "
+				"%8.3f ms mean\n", fleet_call_name(c),
+				(unsigned long long)st.call[c].calls,
+				(unsigned long long)st.call[c].errors,
+				st.call[c].lat.count ?
+				(double)st.call[c].lat.sum_ns /
+				(double)st.call[c].lat.count / 1e6 : 0.0);
+	n = fleet_members(gw->fleet, m, sizeof(m) / sizeof(m[0]));
+	if (n < 0) {
+		fprintf(out, "members: the store cannot be asked now\n");
+		return;
+	}
+	fprintf(out, "members: %d\n", n);
+	for (i = 0; i < n; i++)
+		fprintf(out, "  %-24s %-10s pid %-8d up %llds, last heartbeat "
+			"%llds ago\n", m[i].name, m[i].version, m[i].pid,
+			(long long)(now - m[i].started),
+			(long long)(now - m[i].heartbeat));
+}
+
 void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 {
 	struct metric m[64];
@@ -475,12 +516,14 @@ static void serve_client(struct gw *gw, int fd)
 		gw_ctl_drain(gw, out);
 	else if (!strcmp(cmd, "reclaim"))
 		ctl_reclaim(gw, out);
+	else if (!strcmp(cmd, "fleet"))
+		ctl_fleet(gw, out);
 	else if (!strncmp(cmd, "takeover ", 9))
 		gw_ctl_takeover(gw, fd, cmd + 9, out);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
 			"prometheus, mountpoint, cached PATH, drain, "
-			"reclaim, takeover)\n", cmd);
+			"reclaim, fleet, takeover)\n", cmd);
 	fclose(out);
 }
 

@@ -72,6 +72,10 @@ cmp -s "$work/hA" "$work/hB" || bad "A and B give different handles for the same
 echo a/b/c >"$work/dir"
 "$PY" "$H" take "$work/dir" "$work/hdir" "$mntA" || bad "handle of a directory on A"
 
+# The fleet as an operator sees it: both members, the store connected.
+out=$(cache_inspect fleet --cache-dir "$cA" 2>&1)
+case $out in *"store: connected"*"members: 2"*" a "*" b "*) ;; *) bad "cachegw-inspect fleet on A: '$out'" ;; esac
+
 # 3. B restarted on an empty cache_dir: A's handles still open on B.
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 cB2=$(harness_tmpdir cacheB2)

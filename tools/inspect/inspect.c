@@ -45,6 +45,8 @@ static void usage(FILE *f)
 		"  reclaim --cache-dir DIR                  a live gateway drops the\n"
 		"                                           node-ids of files gone at\n"
 		"                                           the origin, now\n"
+		"  fleet   --cache-dir DIR                  a live fleet gateway's\n"
+		"                                           store and members\n"
 		"OBJECT is the 16-hex-digit name shown by ls.\n", prog);
 }
 
@@ -290,15 +292,18 @@ static int cmd_stats(struct args *a)
 	return 0;
 }
 
-/* ---- reclaim: one pass over a live gateway's node-id table ---- */
-static int cmd_reclaim(struct args *a)
+/* ---- reclaim, fleet: a live gateway's answer to one command ---- */
+static int ask_live(struct args *a, const char *cmd)
 {
 	char *reply;
 	int ret;
 
-	if (a->object)
-		return usage_err("reclaim takes no OBJECT");
-	ret = ctl_ask(a->dir, "reclaim", &reply);
+	if (a->object) {
+		fprintf(stderr, "%s: %s takes no OBJECT\n", prog, cmd);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	ret = ctl_ask(a->dir, cmd, &reply);
 	if (ret) {
 		ctl_perror(a->dir, ret);
 		return 1;
@@ -307,6 +312,18 @@ static int cmd_reclaim(struct args *a)
 	ret = !strncmp(reply, "error:", 6);
 	free(reply);
 	return ret;
+}
+
+/* One reclaim pass over the node-id table. */
+static int cmd_reclaim(struct args *a)
+{
+	return ask_live(a, "reclaim");
+}
+
+/* The fleet store's health and the export's members. */
+static int cmd_fleet(struct args *a)
+{
+	return ask_live(a, "fleet");
 }
 
 int main(int argc, char **argv)
@@ -322,6 +339,7 @@ int main(int argc, char **argv)
 		{ "evict", "da", cmd_evict },
 		{ "stats", "dp", cmd_stats },
 		{ "reclaim", "d", cmd_reclaim },
+		{ "fleet", "d", cmd_fleet },
 	};
 	struct args a = { 0 };
 
