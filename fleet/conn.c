@@ -50,6 +50,7 @@ static void went_away(struct fleet *f)
 		PQfinish(f->pg);
 		f->pg = NULL;
 	}
+	f->nprepared = 0;
 	if (f->up) {
 		f->up = false;
 		__atomic_fetch_add(&f->losses, 1, __ATOMIC_RELAXED);
@@ -87,6 +88,7 @@ int fleet_connect_locked(struct fleet *f)
 	if (now < ts_ns(&f->next_try))
 		return -EAGAIN;
 	t0 = now;
+	f->nprepared = 0;
 	f->pg = PQconnectdbParams(keys, vals, 1);
 	if (!f->pg || PQstatus(f->pg) != CONNECTION_OK) {
 		__atomic_fetch_add(&f->call[FLEET_CALL_CONNECT].errors, 1,
@@ -159,6 +161,31 @@ static bool retryable(const PGresult *r)
 	return st && (!strcmp(st, "40001") || !strcmp(st, "40P01"));
 }
 
+/* Run sql as a statement prepared on this connection (parsed and planned
+ * once, not per call): its result, or NULL with the connection's error. */
+static PGresult *exec_prepared(struct fleet *f, const char *sql, int n,
+			       const char *const *params)
+{
+	char name[8];
+	unsigned i;
+	PGresult *r;
+
+	for (i = 0; i < f->nprepared && f->prepared[i] != sql; i++)
+		;
+	snprintf(name, sizeof(name), "s%u", i);
+	if (i == f->nprepared) {
+		if (i == sizeof(f->prepared) / sizeof(f->prepared[0]))
+			return PQexecParams(f->pg, sql, n, NULL, params, NULL,
+					    NULL, 0);
+		r = PQprepare(f->pg, name, sql, n, NULL);
+		if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+			return r;
+		PQclear(r);
+		f->prepared[f->nprepared++] = sql;
+	}
+	return PQexecPrepared(f->pg, name, n, params, NULL, NULL, 0);
+}
+
 PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			    const char *sql, int nparams,
 			    const char *const *params, ExecStatusType want,
@@ -192,8 +219,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			continue;
 		}
 		t0 = fleet_now_ns();
-		r = PQexecParams(f->pg, sql, nparams, NULL, params, NULL, NULL,
-				 0);
+		r = exec_prepared(f, sql, nparams, params);
 		if (r && PQresultStatus(r) == want) {
 			lat_hist_add(&s->lat, fleet_now_ns() - t0);
 			__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);

@@ -48,6 +48,10 @@ struct fleet {
 	struct timespec next_try;	/* lock; no connect before this */
 	unsigned backoff_ms;		/* lock */
 	char why[256];			/* lock; libpq's last reason */
+	const char *prepared[8];	/* lock; the calls' SQL prepared on
+					 * this connection (statement "sN"
+					 * is prepared[N]) */
+	unsigned nprepared;		/* lock */
 
 	pthread_t hb;
 	pthread_cond_t hb_cond;		/* lock */
@@ -60,7 +64,8 @@ struct fleet {
 
 /* conn.c */
 
-/* Run one SQL call (text parameters, text results) until it gets an
+/* Run one SQL call (text parameters, text results; sql is a static
+ * string, prepared once per connection) until it gets an
  * answer: a result of status want (returned; the caller PQclears it),
  * or NULL with *err set: -EIO (SQL error, logged; soft and the store away
  * past the timeout; the export lost), -EAGAIN (once: the store is away

@@ -26,7 +26,7 @@
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
 #   store_start NAME PORT, store_stop NAME, store_sql NAME SQL
 #                                        a fleet store (PostgreSQL 15);
-#                                        sets ${NAME^^}_CONNINFO, _PID
+#                                        sets ${NAME^^}_CONNINFO, _STORE_PID
 #   mount_gateway URL MNT [OPTS]         start "$CACHEGW URL MNT -f -o OPTS"
 #                                        (stderr -> $GW_LOG), wait for mount;
 #                                        sets GW_PID, GW_LOG, GW_MNT;
@@ -458,8 +458,8 @@ origin_stop() {
 # store_start NAME PORT: a fleet store: Debian's PostgreSQL 15 server, in
 # a scratch directory of its own, run as the postgres user on 127.0.0.1:PORT
 # (and a socket in that directory), with a database "cachegw". Sets
-# ${NAME^^}_CONNINFO (a libpq connection string for fleet=), _PID, _DIR,
-# _PORT, _LOG. store_stop NAME stops it (a fast shutdown: connected
+# ${NAME^^}_CONNINFO (a libpq connection string for fleet=) and
+# ${NAME^^}_STORE_PID, _STORE_DIR, _STORE_PORT, _STORE_LOG. store_stop NAME stops it (a fast shutdown: connected
 # gateways do not hold it up); store_start NAME again starts it on the
 # same data (the port it had).
 STORE_PG_BIN=${CACHEGW_PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -474,7 +474,7 @@ store_start() {
 		return 1
 	fi
 	up=$(_upper "$name")
-	v=${up}_DIR
+	v=${up}_STORE_DIR
 	dir=${!v:-}
 	if [ -z "$dir" ]; then
 		[ -n "$port" ] || { hlog "usage: store_start NAME PORT"; return 2; }
@@ -487,10 +487,10 @@ store_start() {
 			tail -n 20 "$dir/initdb.log" >&2
 			return 1
 		fi
-		printf -v "${up}_DIR" '%s' "$dir"
-		printf -v "${up}_PORT" '%s' "$port"
+		printf -v "${up}_STORE_DIR" '%s' "$dir"
+		printf -v "${up}_STORE_PORT" '%s' "$port"
 	else
-		v=${up}_PORT
+		v=${up}_STORE_PORT
 		port=${!v}
 	fi
 	if _port_listening "$port"; then
@@ -505,8 +505,8 @@ store_start() {
 		</dev/null >>"$log" 2>&1 &
 	pid=$!
 	harness_register_pid "$pid"
-	printf -v "${up}_PID" '%s' "$pid"
-	printf -v "${up}_LOG" '%s' "$log"
+	printf -v "${up}_STORE_PID" '%s' "$pid"
+	printf -v "${up}_STORE_LOG" '%s' "$log"
 	for ((i = 0; i < 200; i++)); do
 		pid_alive "$pid" || break
 		if "$STORE_PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port"; then
@@ -531,7 +531,7 @@ store_start() {
 store_stop() {
 	local up v pid
 	up=$(_upper "$1")
-	v=${up}_PID
+	v=${up}_STORE_PID
 	pid=${!v:-}
 	[ -n "$pid" ] || return 0
 	# SIGINT: a fast shutdown (SIGTERM would wait for every client).
@@ -546,7 +546,7 @@ store_stop() {
 store_sql() {
 	local up v
 	up=$(_upper "$1")
-	v=${up}_PORT
+	v=${up}_STORE_PORT
 	"$STORE_PG_BIN/psql" -qAt -h 127.0.0.1 -p "${!v}" -U postgres -d cachegw -c "$2"
 }
 

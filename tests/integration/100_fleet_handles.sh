@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back (lost and back logged once each); a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -118,12 +118,31 @@ ls -l "$mntA/" >/dev/null || bad "A listing after the store's restart"
 out=$("$PY" "$H" check "$work/hnew" "$mntB" "$data" 2>&1)
 [ "$out" = "ok 1" ] || bad "new-file's handle from A on B: $out"
 
+# 5. The store stopped, a cold walk of a new gateway C started, the store
+# started again: the walk finishes, every file's size is the origin's,
+# and C's handles open on B.
+mntC=$(harness_tmpdir mntC)
+cC=$(harness_tmpdir cacheC)
+mount_gateway "$ORIGIN_URL" "$mntC" "cache_dir=$cC,$fleet,fleet_member=c" ||
+	{ echo "FAIL: gateway C did not mount" >&2; exit 1; }
+pidC=$GW_PID logC=$GW_LOG
+store_stop store
+(cd "$mntC" && find . -type f -printf '%P %s\n' | sort) >"$work/walkC" 2>"$work/walkC.err" &
+walk=$!
+sleep 1
+pid_alive "$walk" || bad "C's walk ended with the store away: it did not wait (hard)"
+store_start store || { echo "FAIL: the store did not start again" >&2; exit 1; }
+wait "$walk" || bad "C's walk across the store's restart: $(head -3 "$work/walkC.err")"
+(cd "$data" && find . -type f -printf '%P %s\n' | sort) >"$work/walkO"
+cmp -s "$work/walkC" "$work/walkO" || bad "C's walk across the store's restart differs from the origin: $(diff "$work/walkO" "$work/walkC" | head -3 | tr '\n' ';')"
+"$PY" "$H" take "$work/files" "$work/hC" "$mntC" || bad "name_to_handle_at on C"
+cmp -s "$work/hA" "$work/hC" || bad "C's handles differ from A's"
+unmount_gateway "$mntC" "$pidC" "$logC" || bad "unmount C (log: $logC)"
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 
-# 5. A fleet's cache_dir without fleet=, and a cache_dir of a gateway that
+# 6. A fleet's cache_dir without fleet=, and a cache_dir of a gateway that
 # served without it (node-ids of its own) with fleet=: refused, clearly.
-mntC=$(harness_tmpdir mntC)
 out=$("$CACHEGW" "$ORIGIN_URL" "$mntC" -f -o "cache_dir=$cA" 2>&1 </dev/null)
 rc=$?
 [ $rc -ne 0 ] && [[ $out == *"belongs to a fleet"* ]] ||
