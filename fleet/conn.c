@@ -142,14 +142,15 @@ static void wait_retry_locked(struct fleet *f)
 	pthread_cond_timedwait(&f->hb_cond, &f->lock, &until);
 }
 
-static bool soft_expired(struct fleet *f, uint64_t start)
+/* Soft: a call gives up once the store has been away for the timeout
+ * (counted from the loss, so that once it is that long gone every call
+ * fails at once instead of each waiting the timeout again). */
+static bool soft_expired(struct fleet *f)
 {
 	uint64_t since = ts_ns(&f->down_since);
 
 	if (f->hard)
 		return false;
-	if (since < start)
-		since = start;
 	return fleet_now_ns() - since >= (uint64_t)f->timeout_s * 1000000000u;
 }
 
@@ -192,7 +193,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			    bool wait, int *err)
 {
 	struct fleet_call_stats *s = &f->call[c];
-	uint64_t start = fleet_now_ns(), t0;
+	uint64_t t0;
 	unsigned tries = 0;
 	PGresult *r;
 
@@ -211,7 +212,8 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 				*err = -EAGAIN;
 				return NULL;
 			}
-			if (soft_expired(f, start)) {
+			if (soft_expired(f) ||
+			    (f->give_up && f->give_up(f->give_up_arg))) {
 				*err = -EIO;
 				return NULL;
 			}

@@ -49,6 +49,10 @@ struct fleet_opts {
 	unsigned heartbeat_s;		/* 0: 10 */
 	void (*log)(const char *fmt, ...)
 		__attribute__((format(printf, 1, 2)));
+	/* Asked between tries while the store is away: true ends the wait
+	 * with -EIO (the gateway is stopping; its FUSE session is over). */
+	bool (*give_up)(void *arg);
+	void *give_up_arg;
 };
 
 /* One name to map: an origin handle and the node-id of its directory. */
@@ -114,10 +118,11 @@ uint64_t fleet_export_id(const struct fleet *f);
 /* Node-ids of n names, in one round trip (two when another gateway named
  * one of them at the same moment: then both get its one node-id). ids[i]
  * for names[i]; each mapping is committed in the store before this
- * returns. 0, -EIO (soft, the store away past the timeout), -EINVAL (a
+ * returns. !wait: a store that is away is not waited for (-EAGAIN at
+ * once). 0, -EIO (soft, the store away past the timeout), -EINVAL (a
  * handle of 0 or more than FLEET_HANDLE_MAX bytes), -ENOMEM. */
 int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
-		 uint64_t *ids);
+		 uint64_t *ids, bool wait);
 
 /* Handle and parent of a node-id another gateway (or an earlier run)
  * named. *hlen: size of h in, length out. 0, -ENOENT (not this export's

@@ -34,7 +34,7 @@ static const char assign_sql[] =
 
 /* One round trip for names[idx[0..n-1]]: fills ids of those answered. */
 static int assign_batch(struct fleet *f, const struct fleet_name *names,
-			const size_t *idx, size_t n, uint64_t *ids)
+			const size_t *idx, size_t n, uint64_t *ids, bool wait)
 {
 	char eid[24], *hs, *ps, *h, *p;
 	const char *params[3] = { eid, NULL, NULL };
@@ -70,7 +70,7 @@ static int assign_batch(struct fleet *f, const struct fleet_name *names,
 	params[2] = ps;
 	pthread_mutex_lock(&f->lock);
 	r = fleet_call_locked(f, FLEET_CALL_ASSIGN, assign_sql, 3, params,
-			      PGRES_TUPLES_OK, true, &err);
+			      PGRES_TUPLES_OK, wait, &err);
 	pthread_mutex_unlock(&f->lock);
 	if (!r)
 		goto out;
@@ -89,7 +89,7 @@ out:
 }
 
 int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
-		 uint64_t *ids)
+		 uint64_t *ids, bool wait)
 {
 	size_t *idx, i, m, done;
 	int ret = 0, round;
@@ -113,7 +113,7 @@ int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
 		for (done = 0; done < m && !ret; done += BATCH)
 			ret = assign_batch(f, names, idx + done,
 					   m - done < BATCH ? m - done : BATCH,
-					   ids);
+					   ids, wait);
 		if (ret)
 			break;
 	}

@@ -274,6 +274,8 @@ int fleet_open(const struct fleet_opts *o, const struct fleet_kept *kept,
 	f->timeout_s = o->timeout_s ? o->timeout_s : 60;
 	f->heartbeat_s = o->heartbeat_s ? o->heartbeat_s : 10;
 	f->log = o->log;
+	f->give_up = o->give_up;
+	f->give_up_arg = o->give_up_arg;
 	if (kept) {
 		f->export_id = kept->export_id;
 		memcpy(f->key, kept->key, FLEET_KEY_LEN);

@@ -57,6 +57,16 @@ int gw_fleet_check_dir(struct gw *gw)
 	return 0;
 }
 
+/* A request waiting for the store ends once the FUSE session is over
+ * (unmounted, or the process is stopping): libfuse joins its workers at
+ * exit, and one waiting for ever would hold the exit up. */
+static bool session_over(void *arg)
+{
+	struct gw *gw = arg;
+
+	return gw->se && fuse_session_exited(gw->se);
+}
+
 int gw_fleet_start(struct gw *gw, const char *version)
 {
 	const struct nfsc_fh *root = nfsc_root(gw->nfs);
@@ -72,6 +82,8 @@ int gw_fleet_start(struct gw *gw, const char *version)
 		 * tenths of a second, nfs(5)) */
 		.timeout_s = gw->o->timeo * (gw->o->retrans + 1) / 10 + 1,
 		.log = gw_log,
+		.give_up = session_over,
+		.give_up_arg = gw,
 	};
 	struct fleet_kept k, *kept = NULL;
 	char host[128], err[512];
@@ -125,8 +137,8 @@ void gw_fleet_stop(struct gw *gw)
 
 /* Node-ids for the names of fhs the table does not know, from the store,
  * into the table. */
-int gw_fleet_name_many(struct gw *gw, const struct nfsc_fh *const *fhs,
-		       const uint64_t *parents, size_t n)
+static int name_many(struct gw *gw, const struct nfsc_fh *const *fhs,
+		     const uint64_t *parents, size_t n, bool wait)
 {
 	const struct nfsc_fh *root;
 	struct fleet_name *names;
@@ -158,7 +170,7 @@ int gw_fleet_name_many(struct gw *gw, const struct nfsc_fh *const *fhs,
 	}
 	if (!m)
 		goto out;
-	ret = fleet_assign(gw->fleet, names, m, ids);
+	ret = fleet_assign(gw->fleet, names, m, ids, wait);
 	for (i = 0; !ret && i < m; i++) {
 		r = nodes_put(gw->nodes, names[i].h, names[i].hlen,
 			      names[i].parent, ids[i]);
@@ -182,7 +194,7 @@ out:
 
 int gw_fleet_name(struct gw *gw, const struct nfsc_fh *fh, uint64_t parent)
 {
-	return gw_fleet_name_many(gw, &fh, &parent, 1);
+	return name_many(gw, &fh, &parent, 1, true);
 }
 
 int gw_fleet_name_list(struct gw *gw, const struct nfsc_dirlist *l,
@@ -211,7 +223,10 @@ int gw_fleet_name_list(struct gw *gw, const struct nfsc_dirlist *l,
 		fhs[n] = &de->fh;
 		parents[n++] = parent;
 	}
-	ret = gw_fleet_name_many(gw, fhs, parents, n);
+	/* A listing does not wait for a store that is away: its new names
+	 * go out as plain entries, and a LOOKUP of one waits (or fails)
+	 * as any new name does. */
+	ret = name_many(gw, fhs, parents, n, false);
 	free(fhs);
 	free(parents);
 	return ret;
@@ -233,6 +248,13 @@ int gw_fleet_bring(struct gw *gw, uint64_t nodeid)
 	if (ret == 1)
 		gw_reclaim_note_add(gw, 1);
 	return ret < 0 ? ret : 0;
+}
+
+bool gw_fleet_known(struct gw *gw, const struct nfsc_fh *fh)
+{
+	uint64_t id;
+
+	return !nodes_find(gw->nodes, fh->data, fh->len, &id, NULL);
 }
 
 int gw_fleet_set_parent(struct gw *gw, uint64_t nodeid, uint64_t parent)

@@ -192,15 +192,16 @@ bool reclaim_probe_all(struct gw *gw, struct reclaim_batch *b, unsigned n);
 /* Without fleet= these do nothing (0; gw_fleet_bring: -ENOENT). */
 /* The node-id of fh (or of every entry of l) written to the node-id table
  * from the store, for those the table does not have: one round trip for
- * all. 0, or -EIO (the store away: soft, after the timeout), -ENOMEM. */
+ * all. 0, or -EIO (the store away: soft, after the timeout), -ENOMEM;
+ * a listing's does not wait for a store that is away (-EAGAIN). */
 int gw_fleet_name(struct gw *gw, const struct nfsc_fh *fh, uint64_t parent);
-int gw_fleet_name_many(struct gw *gw, const struct nfsc_fh *const *fhs,
-		       const uint64_t *parents, size_t n);
 int gw_fleet_name_list(struct gw *gw, const struct nfsc_dirlist *l,
 		       uint64_t parent);
 /* nodeid, minted by another gateway, written to the node-id table from
  * the store. 0, -ENOENT (not the export's), -EIO. */
 int gw_fleet_bring(struct gw *gw, uint64_t nodeid);
+/* fh has a node-id in the node-id table (with or without a fleet). */
+bool gw_fleet_known(struct gw *gw, const struct nfsc_fh *fh);
 /* A directory moved: tell the store (0 without a fleet). */
 int gw_fleet_set_parent(struct gw *gw, uint64_t nodeid, uint64_t parent);
 

@@ -46,6 +46,9 @@ struct gw_dirsnap {
 					 * the origin (snap_kept) */
 	struct timespec *kept_at;	/* kept: when each entry's attributes
 					 * were fetched (CLOCK_MONOTONIC) */
+	bool unnamed;			/* fleet=: the store could not name
+					 * the new entries (soft, store away):
+					 * they go out as plain entries */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -187,8 +190,8 @@ again:
 	/* A fleet's node-ids for the whole listing in one round trip, before
 	 * anything below names them one by one. A store away only costs the
 	 * entries' attributes: readdirplus answers them as plain entries. */
-	if (!ret)
-		gw_fleet_name_list(gw, &sn->list, ino->nodeid);
+	if (!ret && gw_fleet_name_list(gw, &sn->list, ino->nodeid) < 0)
+		sn->unnamed = true;
 	if (!ret)
 		gw_reclaim_note_add(gw, gw_md_note_listing(gw, ino, ver,
 							   &sn->list));
@@ -403,7 +406,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		need = fuse_add_direntry_plus(req, NULL, 0, de->name, NULL, 0);
 		if (need > left)
 			break;
-		if (!is_dot(de->name) && de->has_fh && de->has_attr) {
+		/* Unnamed by the store: naming each would wait for it again,
+		 * entry by entry. */
+		if (!is_dot(de->name) && de->has_fh && de->has_attr &&
+		    (!d->snap->unnamed || gw_fleet_known(gw, &de->fh))) {
 			ino = d->snap->kept ?
 				gw_inode_ref_kept(gw, &de->fh, &de->attr,
 						  nodeid,

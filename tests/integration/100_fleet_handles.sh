@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -40,6 +40,7 @@ pidB=$GW_PID logB=$GW_LOG
 (cd "$data" && find . -type f -printf '%P\n' | sort) >"$work/files"
 nfiles=$(wc -l <"$work/files")
 
+echo "  at ${SECONDS}s: step 1" >&2
 # 1. Both gateways walk half the tree at the same moment (each names the
 # same new files: the store must give each one node-id), then A walks
 # the whole tree (a cold walk: one store round trip per listing).
@@ -58,6 +59,7 @@ assign=$(gw_metric "$cA" fleet_assign_calls_total)
 	bad "A named $nfiles files in $assign store round trips (want about one per directory, at most $((ndirs * 3 + 20)))"
 echo "  A: $nfiles files named in $assign assign round trips" >&2
 
+echo "  at ${SECONDS}s: step 2" >&2
 # 2. Every handle of A opens on B with the origin's bytes; B never looked
 # up the other half's names.
 drop_caches
@@ -76,6 +78,7 @@ echo a/b/c >"$work/dir"
 out=$(cache_inspect fleet --cache-dir "$cA" 2>&1)
 case $out in *"store: connected"*"members: 2"*" a "*" b "*) ;; *) bad "cachegw-inspect fleet on A: '$out'" ;; esac
 
+echo "  at ${SECONDS}s: step 3" >&2
 # 3. B restarted on an empty cache_dir: A's handles still open on B.
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 cB2=$(harness_tmpdir cacheB2)
@@ -86,12 +89,29 @@ drop_caches
 out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
 [ "$out" = "ok $nfiles" ] || bad "A's handles on B restarted empty: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
 
+# D: soft (timeo=10,retrans=1: a 3 s timeout for the store too).
+mntD=$(harness_tmpdir mntD)
+cD=$(harness_tmpdir cacheD)
+mount_gateway "$ORIGIN_URL" "$mntD" "cache_dir=$cD,$fleet,fleet_member=d,soft,timeo=10,retrans=1,actimeo=0" ||
+	{ echo "FAIL: gateway D did not mount" >&2; exit 1; }
+pidD=$GW_PID logD=$GW_LOG
+mkdir "$data/newdir"
+ls "$mntD/newdir" >/dev/null || bad "soft D listing newdir"
+
+echo "  at ${SECONDS}s: step 4" >&2
 # 4. The store stopped: what B knows keeps working; a new name waits for
 # the store (hard) and gets the right answer once it is back.
 store_stop store
 drop_caches
 out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
 [ "$out" = "ok $nfiles" ] || bad "with the store away, handles B knows: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
+# Soft D with the store away: a directory it knows, with new files, is
+# listed (names only), and a new name fails with EIO after the timeout.
+touch "$data/newdir/x" "$data/newdir/y"
+ls "$mntD/newdir" >"$work/ls-D" 2>&1 || bad "soft D listing a new directory with the store away: $(cat "$work/ls-D")"
+[ "$(tr '\n' ' ' <"$work/ls-D")" = "x y " ] || bad "soft D's listing with the store away: '$(cat "$work/ls-D")'"
+out=$(stat -c %s "$mntD/newdir/x" 2>&1) && bad "soft D stat of a new name with the store away succeeded: $out"
+case $out in *"Input/output error"*) ;; *) bad "soft D stat with the store away: '$out' (want EIO)" ;; esac
 # A restarted while the store is away starts on what its cache_dir kept,
 # and every handle it knew opens.
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
@@ -118,6 +138,7 @@ ls -l "$mntA/" >/dev/null || bad "A listing after the store's restart"
 out=$("$PY" "$H" check "$work/hnew" "$mntB" "$data" 2>&1)
 [ "$out" = "ok 1" ] || bad "new-file's handle from A on B: $out"
 
+echo "  at ${SECONDS}s: step 5" >&2
 # 5. The store stopped, a cold walk of a new gateway C started, the store
 # started again: the walk finishes, every file's size is the origin's,
 # and C's handles open on B.
@@ -138,9 +159,12 @@ cmp -s "$work/walkC" "$work/walkO" || bad "C's walk across the store's restart d
 "$PY" "$H" take "$work/files" "$work/hC" "$mntC" || bad "name_to_handle_at on C"
 cmp -s "$work/hA" "$work/hC" || bad "C's handles differ from A's"
 unmount_gateway "$mntC" "$pidC" "$logC" || bad "unmount C (log: $logC)"
+out=$(stat -c %s "$mntD/newdir/x" 2>&1) || bad "soft D once the store is back: $out"
+unmount_gateway "$mntD" "$pidD" "$logD" || bad "unmount D (log: $logD)"
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 
+echo "  at ${SECONDS}s: step 6" >&2
 # 6. A fleet's cache_dir without fleet=, and a cache_dir of a gateway that
 # served without it (node-ids of its own) with fleet=: refused, clearly.
 out=$("$CACHEGW" "$ORIGIN_URL" "$mntC" -f -o "cache_dir=$cA" 2>&1 </dev/null)
