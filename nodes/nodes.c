@@ -15,19 +15,18 @@ static bool bad_handle(const void *h, size_t hlen)
 int nodes_find(struct nodes *t, const void *h, size_t hlen,
 		     uint64_t *nodeid, uint32_t *gen)
 {
-	uint32_t h32;
-	uint64_t slot;
+	uint32_t h32, idx;
 	int ret = -ENOENT;
 
 	if (bad_handle(h, hlen))
 		return -EINVAL;
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_rdlock(&t->lock);
-	slot = tab_h_slot(t, h, hlen, h32);
-	if (slot != UINT64_MAX) {
-		*nodeid = t->ents[t->htab[slot].ent1 - 1].id;
+	idx = tab_h_lookup(t, h, hlen, h32);
+	if (idx != UINT32_MAX) {
+		*nodeid = t->ents[idx].id;
 		if (gen)
-			*gen = t->gen;
+			*gen = t->log.gen;
 		ret = 0;
 	}
 	pthread_rwlock_unlock(&t->lock);
@@ -38,8 +37,8 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		    uint64_t parent, uint64_t *nodeid, uint32_t *gen)
 {
 	uint8_t rec[REC_MAX];
-	uint32_t h32;
-	uint64_t slot, id;
+	uint32_t h32, idx;
+	uint64_t id;
 	size_t len;
 	int ret;
 
@@ -52,9 +51,9 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_wrlock(&t->lock);
 	/* 2. Someone may have added it between the locks. */
-	slot = tab_h_slot(t, h, hlen, h32);
-	if (slot != UINT64_MAX) {
-		*nodeid = t->ents[t->htab[slot].ent1 - 1].id;
+	idx = tab_h_lookup(t, h, hlen, h32);
+	if (idx != UINT32_MAX) {
+		*nodeid = t->ents[idx].id;
 		ret = 0;
 		goto out_gen;
 	}
@@ -70,14 +69,14 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	if (ret)
 		goto out_unlock;
 	id = t->next_id++;
-	len = nlog_rec_encode(rec, t->gen, REC_ADD, id, parent, h, hlen);
+	len = nlog_rec_encode(rec, t->log.gen, REC_ADD, id, parent, h, hlen);
 	ret = nlog_append(t, rec, len);
 	if (ret)
 		goto out_unlock;
 	ret = tab_add(t, id, parent, h, hlen, h32);
 	if (ret) {
 		/* On disk but not in memory: undo on disk too. */
-		len = nlog_rec_encode(rec, t->gen, REC_REMOVE, id, 0, NULL, 0);
+		len = nlog_rec_encode(rec, t->log.gen, REC_REMOVE, id, 0, NULL, 0);
 		if (nlog_append(t, rec, len))
 			nlog_set_broken(t, "undo of an add", -EIO);
 		goto out_unlock;
@@ -86,7 +85,7 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	ret = 1;
 out_gen:
 	if (gen)
-		*gen = t->gen;
+		*gen = t->log.gen;
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -116,7 +115,7 @@ int nodes_get(struct nodes *t, uint64_t nodeid, void *h,
 	if (parent)
 		*parent = e->parent;
 	if (gen)
-		*gen = t->gen;
+		*gen = t->log.gen;
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -141,7 +140,7 @@ static int append_plain(struct nodes *t, uint8_t type, uint64_t a, uint64_t b)
 {
 	uint8_t rec[REC_MAX];
 
-	return nlog_append(t, rec, nlog_rec_encode(rec, t->gen, type, a, b,
+	return nlog_append(t, rec, nlog_rec_encode(rec, t->log.gen, type, a, b,
 						   NULL, 0));
 }
 
@@ -182,13 +181,13 @@ void nodes_stats(struct nodes *t, struct nodes_stats *st)
 {
 	pthread_rwlock_rdlock(&t->lock);
 	st->entries = t->live;
-	st->file_bytes = t->log_end;
+	st->file_bytes = t->log.end;
 	st->live_bytes = nlog_live_bytes(t);
 	st->compactions = t->compactions;
 	st->next_id = t->next_id;
 	st->reserved_id = t->hwm;
 	st->skipped_bytes = t->skipped_bytes;
-	st->generation = t->gen;
+	st->generation = t->log.gen;
 	st->compacted = t->compacted;
 	pthread_rwlock_unlock(&t->lock);
 }
