@@ -206,11 +206,9 @@ int nlog_append(struct nodes *t, const uint8_t *rec, size_t len)
 	ret = rlog_append(&t->log, rec, len);
 	if (ret) {
 		nodes_warn("write failed (%s)", strerror(-ret));
-		if (t->log.broken) {
-			t->log.broken = false;	/* to say it once */
-			nlog_set_broken(t, "truncate after a failed write",
-					-EIO);
-		}
+		if (t->log.broken)	/* rlog_append could not cut it off */
+			nodes_warn("truncate after a failed write failed; the "
+				   "table will be rewritten");
 	}
 	return ret;
 }
