@@ -88,7 +88,8 @@ static inline bool nodes_sealed(const uint8_t *p, size_t n, uint32_t gen)
  */
 
 #define RLOG_HDR 64
-#define RLOG_BUF (1u << 20)	/* bytes a rewrite encodes at a time */
+#define RLOG_BUF (1u << 20)	/* bytes read (replay) or encoded (rewrite)
+				 * at a time */
 
 struct rlog_fmt {
 	const char *file, *tmp;		/* names in the directory */
