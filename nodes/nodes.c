@@ -15,32 +15,54 @@ static bool bad_handle(const void *h, size_t hlen)
 int nodes_find(struct nodes *t, const void *h, size_t hlen,
 		     uint64_t *nodeid, uint32_t *gen)
 {
-	uint32_t h32;
-	uint64_t slot;
+	uint32_t h32, idx;
 	int ret = -ENOENT;
 
 	if (bad_handle(h, hlen))
 		return -EINVAL;
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_rdlock(&t->lock);
-	slot = tab_h_slot(t, h, hlen, h32);
-	if (slot != UINT64_MAX) {
-		*nodeid = t->ents[t->htab[slot].ent1 - 1].id;
+	idx = tab_h_lookup(t, h, hlen, h32);
+	if (idx != UINT32_MAX) {
+		*nodeid = t->ents[idx].id;
 		if (gen)
-			*gen = t->gen;
+			*gen = t->log.gen;
 		ret = 0;
 	}
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
 }
 
+/* The record of a new entry on disk, then the entry in memory (undone on
+ * disk if memory fails). Lock held (wr). 0 or -errno. */
+static int add_locked(struct nodes *t, uint64_t id, uint64_t parent,
+		      const void *h, size_t hlen, uint32_t h32)
+{
+	uint8_t rec[REC_MAX];
+	size_t len;
+	int ret;
+
+	NODES_ASSERT_WR(t);
+	len = nlog_rec_encode(rec, t->log.gen, REC_ADD, id, parent, h, hlen);
+	ret = nlog_append(t, rec, len);
+	if (ret)
+		return ret;
+	ret = tab_add(t, id, parent, h, hlen, h32);
+	if (ret) {
+		/* On disk but not in memory: undo on disk too. */
+		len = nlog_rec_encode(rec, t->log.gen, REC_REMOVE, id, 0, NULL,
+				      0);
+		if (nlog_append(t, rec, len))
+			nlog_set_broken(t, "undo of an add", -EIO);
+	}
+	return ret;
+}
+
 int nodes_add(struct nodes *t, const void *h, size_t hlen,
 		    uint64_t parent, uint64_t *nodeid, uint32_t *gen)
 {
-	uint8_t rec[REC_MAX];
-	uint32_t h32;
-	uint64_t slot, id;
-	size_t len;
+	uint32_t h32, idx;
+	uint64_t id;
 	int ret;
 
 	/* 1. Present already: the common case, under the read lock. */
@@ -54,9 +76,9 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_wrlock(&t->lock);
 	/* 2. Someone may have added it between the locks. */
-	slot = tab_h_slot(t, h, hlen, h32);
-	if (slot != UINT64_MAX) {
-		*nodeid = t->ents[t->htab[slot].ent1 - 1].id;
+	idx = tab_h_lookup(t, h, hlen, h32);
+	if (idx != UINT32_MAX) {
+		*nodeid = t->ents[idx].id;
 		ret = 0;
 		goto out_gen;
 	}
@@ -72,23 +94,14 @@ int nodes_add(struct nodes *t, const void *h, size_t hlen,
 	if (ret)
 		goto out_unlock;
 	id = t->next_id++;
-	len = nlog_rec_encode(rec, t->gen, REC_ADD, id, parent, h, hlen);
-	ret = nlog_append(t, rec, len);
+	ret = add_locked(t, id, parent, h, hlen, h32);
 	if (ret)
 		goto out_unlock;
-	ret = tab_add(t, id, parent, h, hlen, h32);
-	if (ret) {
-		/* On disk but not in memory: undo on disk too. */
-		len = nlog_rec_encode(rec, t->gen, REC_REMOVE, id, 0, NULL, 0);
-		if (nlog_append(t, rec, len))
-			nlog_set_broken(t, "undo of an add", -EIO);
-		goto out_unlock;
-	}
 	*nodeid = id;
 	ret = 1;
 out_gen:
 	if (gen)
-		*gen = t->gen;
+		*gen = t->log.gen;
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -97,10 +110,7 @@ out_unlock:
 int nodes_put(struct nodes *t, const void *h, size_t hlen, uint64_t parent,
 	      uint64_t nodeid)
 {
-	uint8_t rec[REC_MAX];
-	uint32_t h32;
-	uint64_t slot, have;
-	size_t len;
+	uint32_t h32, idx;
 	int ret;
 
 	if (bad_handle(h, hlen) || nodeid < NODES_FIRST_ID ||
@@ -110,28 +120,18 @@ int nodes_put(struct nodes *t, const void *h, size_t hlen, uint64_t parent,
 		return -EROFS;
 	h32 = tab_h32(h, hlen);
 	pthread_rwlock_wrlock(&t->lock);
-	slot = tab_h_slot(t, h, hlen, h32);
-	if (slot != UINT64_MAX) {
-		have = t->ents[t->htab[slot].ent1 - 1].id;
-		ret = have == nodeid ? 0 : -EEXIST;
+	idx = tab_h_lookup(t, h, hlen, h32);
+	if (idx != UINT32_MAX) {
+		ret = t->ents[idx].id == nodeid ? 0 : -EEXIST;
 		goto out_unlock;
 	}
 	if (tab_id_lookup(t, nodeid) != UINT32_MAX) {
 		ret = -EEXIST;
 		goto out_unlock;
 	}
-	len = nlog_rec_encode(rec, t->gen, REC_ADD, nodeid, parent, h, hlen);
-	ret = nlog_append(t, rec, len);
+	ret = add_locked(t, nodeid, parent, h, hlen, h32);
 	if (ret)
 		goto out_unlock;
-	ret = tab_add(t, nodeid, parent, h, hlen, h32);
-	if (ret) {
-		len = nlog_rec_encode(rec, t->gen, REC_REMOVE, nodeid, 0, NULL,
-				      0);
-		if (nlog_append(t, rec, len))
-			nlog_set_broken(t, "undo of an add", -EIO);
-		goto out_unlock;
-	}
 	/* As replay does: an id seen is never handed out again. */
 	if (nodeid >= t->next_id)
 		t->next_id = nodeid + 1;
@@ -170,7 +170,7 @@ int nodes_get(struct nodes *t, uint64_t nodeid, void *h,
 	if (parent)
 		*parent = e->parent;
 	if (gen)
-		*gen = t->gen;
+		*gen = t->log.gen;
 out_unlock:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
@@ -195,7 +195,7 @@ static int append_plain(struct nodes *t, uint8_t type, uint64_t a, uint64_t b)
 {
 	uint8_t rec[REC_MAX];
 
-	return nlog_append(t, rec, nlog_rec_encode(rec, t->gen, type, a, b,
+	return nlog_append(t, rec, nlog_rec_encode(rec, t->log.gen, type, a, b,
 						   NULL, 0));
 }
 
@@ -236,13 +236,13 @@ void nodes_stats(struct nodes *t, struct nodes_stats *st)
 {
 	pthread_rwlock_rdlock(&t->lock);
 	st->entries = t->live;
-	st->file_bytes = t->log_end;
+	st->file_bytes = t->log.end;
 	st->live_bytes = nlog_live_bytes(t);
 	st->compactions = t->compactions;
 	st->next_id = t->next_id;
 	st->reserved_id = t->hwm;
 	st->skipped_bytes = t->skipped_bytes;
-	st->generation = t->gen;
+	st->generation = t->log.gen;
 	st->compacted = t->compacted;
 	pthread_rwlock_unlock(&t->lock);
 }

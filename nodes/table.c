@@ -1,7 +1,7 @@
 /* table.c - the node-id table in memory: entry slots (a free list
- * threads the empty ones), handle bytes in one arena, and two
- * open-addressing hash tables (linear probing, backward-shift deletion):
- * id -> entry, handle -> entry. No I/O; callers hold the table's lock.
+ * threads the empty ones), handle bytes in one arena, and two lookups
+ * (hash.c): id -> entry, handle -> entry. No I/O; callers hold the
+ * table's lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,16 +10,6 @@
 #include <xxhash.h>
 
 #include "nodes_i.h"
-
-static uint64_t id_home(const struct nodes *t, uint64_t id)
-{
-	return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 32) >> t->tab_shift;
-}
-
-static uint64_t h_home(const struct nodes *t, uint32_t h32)
-{
-	return (uint32_t)(h32 * 0x9E3779B1u) >> t->tab_shift;
-}
 
 uint32_t tab_h32(const void *h, size_t hlen)
 {
@@ -32,131 +22,71 @@ const uint8_t *tab_handle(const struct nodes *t,
 	return t->arena + e->hoff;
 }
 
+/* What a lookup compares an entry with: an id, or a handle. */
+struct tab_key {
+	const struct nodes *t;
+	uint64_t id;
+	const void *h;
+	size_t hlen;
+};
+
+static bool id_eq(const void *ctx, uint32_t v1)
+{
+	const struct tab_key *k = ctx;
+
+	return k->t->ents[v1 - 1].id == k->id;
+}
+
+static bool h_eq(const void *ctx, uint32_t v1)
+{
+	const struct tab_key *k = ctx;
+	const struct tab_ent *e = &k->t->ents[v1 - 1];
+
+	return e->hlen == k->hlen && !memcmp(tab_handle(k->t, e), k->h,
+					     k->hlen);
+}
+
+static uint64_t id_slot(const struct nodes *t, uint64_t id)
+{
+	struct tab_key k = { .t = t, .id = id };
+
+	return htab_find(&t->by_id, hash64(id), id_eq, &k);
+}
+
+static uint64_t h_slot(const struct nodes *t, const void *h, size_t hlen,
+		       uint32_t h32)
+{
+	struct tab_key k = { .t = t, .h = h, .hlen = hlen };
+
+	return htab_find(&t->by_h, h32, h_eq, &k);
+}
+
 /* Entry index of id, or UINT32_MAX. Lock held. */
 uint32_t tab_id_lookup(const struct nodes *t, uint64_t id)
 {
 	NODES_ASSERT_HELD(t);
-	uint64_t mask = t->tab_cap - 1, i;
+	uint64_t i = id_slot(t, id);
 
-	if (!t->tab_cap)
-		return UINT32_MAX;
-	for (i = id_home(t, id); t->idtab[i]; i = (i + 1) & mask)
-		if (t->ents[t->idtab[i] - 1].id == id)
-			return t->idtab[i] - 1;
-	return UINT32_MAX;
+	return i == UINT64_MAX ? UINT32_MAX : t->by_id.s[i].v1 - 1;
 }
 
-/* Slot of handle h in htab, or UINT64_MAX. Lock held. */
-uint64_t tab_h_slot(const struct nodes *t, const void *h, size_t hlen,
-		       uint32_t h32)
+/* Entry index of handle h (its tab_h32 is h32), or UINT32_MAX. Lock
+ * held. */
+uint32_t tab_h_lookup(const struct nodes *t, const void *h, size_t hlen,
+		      uint32_t h32)
 {
 	NODES_ASSERT_HELD(t);
-	uint64_t mask = t->tab_cap - 1, i;
+	uint64_t i = h_slot(t, h, hlen, h32);
 
-	if (!t->tab_cap)
-		return UINT64_MAX;
-	for (i = h_home(t, h32); t->htab[i].ent1; i = (i + 1) & mask) {
-		const struct tab_ent *e = &t->ents[t->htab[i].ent1 - 1];
-
-		if (t->htab[i].h32 == h32 && e->hlen == hlen &&
-		    !memcmp(tab_handle(t, e), h, hlen))
-			return i;
-	}
-	return UINT64_MAX;
+	return i == UINT64_MAX ? UINT32_MAX : t->by_h.s[i].v1 - 1;
 }
 
-static void id_insert(struct nodes *t, uint32_t idx)
-{
-	uint64_t mask = t->tab_cap - 1, i;
-
-	for (i = id_home(t, t->ents[idx].id); t->idtab[i]; i = (i + 1) & mask)
-		;
-	t->idtab[i] = idx + 1;
-}
-
-static void h_insert(struct nodes *t, uint32_t idx, uint32_t h32)
-{
-	uint64_t mask = t->tab_cap - 1, i;
-
-	for (i = h_home(t, h32); t->htab[i].ent1; i = (i + 1) & mask)
-		;
-	t->htab[i].ent1 = idx + 1;
-	t->htab[i].h32 = h32;
-}
-
-/* True if home k lies cyclically outside (i, j]: the entry at j may move
- * to the hole at i. */
-static bool may_shift(uint64_t i, uint64_t j, uint64_t k)
-{
-	return i <= j ? (k <= i || k > j) : (k <= i && k > j);
-}
-
-static void id_delete(struct nodes *t, uint64_t id)
-{
-	uint64_t mask = t->tab_cap - 1, i, j;
-
-	for (i = id_home(t, id); t->ents[t->idtab[i] - 1].id != id;
-	     i = (i + 1) & mask)
-		;
-	for (j = (i + 1) & mask; t->idtab[j]; j = (j + 1) & mask) {
-		if (may_shift(i, j, id_home(t, t->ents[t->idtab[j] - 1].id))) {
-			t->idtab[i] = t->idtab[j];
-			i = j;
-		}
-	}
-	t->idtab[i] = 0;
-}
-
-static void h_delete(struct nodes *t, uint64_t i)
-{
-	uint64_t mask = t->tab_cap - 1, j;
-
-	for (j = (i + 1) & mask; t->htab[j].ent1; j = (j + 1) & mask) {
-		if (may_shift(i, j, h_home(t, t->htab[j].h32))) {
-			t->htab[i] = t->htab[j];
-			i = j;
-		}
-	}
-	t->htab[i].ent1 = 0;
-}
-
-/* Make room for one more live entry in both tables (load <= 0.7). */
+/* Make room for one more live entry in both lookups. */
 static int tab_reserve(struct nodes *t)
 {
-	uint64_t cap, old_cap = t->tab_cap;
-	uint32_t *idtab;
-	struct hslot *htab, *old_h = t->htab;
-	unsigned shift;
+	int ret = htab_reserve(&t->by_id, 1);
 
-	if ((t->live + 1) * 10 <= old_cap * 7)
-		return 0;
-	cap = old_cap ? old_cap * 2 : 1024;
-	if (cap > (1ull << 32))
-		return -ENOSPC;
-	for (shift = 32; (1ull << (32 - shift)) < cap; shift--)
-		;
-	idtab = calloc(cap, sizeof(*idtab));
-	htab = calloc(cap, sizeof(*htab));
-	if (!idtab || !htab)
-		goto out_nomem;
-	free(t->idtab);
-	t->idtab = idtab;
-	t->htab = htab;
-	t->tab_cap = cap;
-	t->tab_shift = shift;
-	for (uint32_t idx = 0; idx < t->nents; idx++)
-		if (t->ents[idx].id)
-			id_insert(t, idx);
-	for (uint64_t i = 0; i < old_cap; i++)
-		if (old_h[i].ent1)
-			h_insert(t, old_h[i].ent1 - 1, old_h[i].h32);
-	free(old_h);
-	return 0;
-
-out_nomem:
-	free(idtab);
-	free(htab);
-	return -ENOMEM;
+	return ret ? ret : htab_reserve(&t->by_h, 1);
 }
 
 /* ---- entries ------------------------------------------------------------ */
@@ -243,8 +173,8 @@ have_room:
 	e->hlen = (uint8_t)hlen;
 	memcpy(t->arena + t->arena_len, h, hlen);
 	t->arena_len += hlen;
-	id_insert(t, idx);
-	h_insert(t, idx, h32);
+	htab_insert(&t->by_id, hash64(id), idx + 1);
+	htab_insert(&t->by_h, h32, idx + 1);
 	t->live++;
 	t->live_hbytes += hlen;
 	return 0;
@@ -258,12 +188,21 @@ void tab_remove(struct nodes *t, uint32_t idx)
 	const uint8_t *h = tab_handle(t, e);
 	uint32_t h32 = tab_h32(h, e->hlen);
 
-	h_delete(t, tab_h_slot(t, h, e->hlen, h32));
-	id_delete(t, e->id);
+	htab_delete(&t->by_h, h_slot(t, h, e->hlen, h32));
+	htab_delete(&t->by_id, id_slot(t, e->id));
 	t->live--;
 	t->live_hbytes -= e->hlen;
 	t->arena_dead += e->hlen;
 	e->id = 0;
 	e->parent = t->free1;
 	t->free1 = idx + 1;
+}
+
+/* Free the memory of the table (its lock and file are the caller's). */
+void tab_free(struct nodes *t)
+{
+	free(t->ents);
+	free(t->arena);
+	htab_free(&t->by_id);
+	htab_free(&t->by_h);
 }
