@@ -30,6 +30,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "takeover_i.h"
 #include "gw_state.h"
 #include "nodes.h"
 

@@ -12,8 +12,10 @@
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
  * origin_root.c: the export's root handle kept for offline starts.
- * takeover.c: one connection served by one process after another: an
- *             upgrade in place, a successor's start (doc/takeover.md).
+ * pidfile.c:  pidfile=, followed across upgrades.
+ * takeover/:  one connection served by one process after another: an
+ *             upgrade in place, a successor's start (doc/takeover.md);
+ *             its own map and calls in takeover/takeover_i.h.
  * supervise.c: -o supervise: a supervisor that keeps the connection and
  *             starts a successor when the serving process dies.
  */
@@ -92,7 +94,7 @@ int gw_drain_serving(void);		/* on the loop's thread, before it */
  * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
 void gw_drain_stop(int status);		/* the exit path is done */
-/* A takeover was asked for (takeover.c): stop the loop as a second
+/* A takeover was asked for (takeover/takeover_ctl.c): stop the loop as a second
  * SIGTERM would, without detaching; -EBUSY unless serving. */
 int gw_drain_takeover(void);
 /* A successor's exit path: its session never mounted, so libfuse does not
@@ -100,43 +102,7 @@ int gw_drain_takeover(void);
 void gw_drain_detach_if_ours(void);
 
 
-/* ---- takeover.c: one connection, one process after another ---- */
-int gw_state_create(void);		/* the first process: a new memfd */
-int gw_state_open(int fd, char *err, size_t len);	/* a successor */
-int gw_state_fd(void);
-void gw_state_close(void);
-int gw_send_fds(int sock, const char *msg, const int *fds, int n);
-/* One message and up to *n descriptors (*n: how many came). */
-ssize_t gw_recv_fds(int sock, char *msg, size_t len, int *fds, int *n);
-bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
-/* Before the loop: the first process reads, keeps and serves the INIT;
- * a successor replays the kept one. */
-int gw_takeover_init(struct gw *gw, bool successor);
-/* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
-int gw_takeover_resend(struct gw *gw);
-void gw_takeover_serving(struct gw *gw, bool successor);
-/* ctl "takeover VERSION FORMAT MNT" (the old process). */
-void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
-/* The loop ended for a takeover: commit, put libfuse's descriptor aside
- * (the successor's was kept when it asked). */
-void gw_takeover_handover_begin(struct gw *gw);
-/* Everything closed: send the descriptors. */
-int gw_takeover_handover_end(struct gw *gw);
-/* The drain thread, the commits of a handover not done in drain_timeout=:
- * send the descriptors now, the state saying the writers' data is not
- * committed (the successor commits it as after a crash; it waits for this
- * process to end: "fds wait"), and _exit. Returns only if the main thread
- * has got past the commits meanwhile (it hands over itself). */
-void gw_takeover_abandon(struct gw *gw);
-/* The new process: a live gateway's control socket for cache_dir (fd), or
- * -errno (none answers). */
-int gw_takeover_probe(const char *cache_dir);
-/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
- * the state, or -errno with a line in err. */
-int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
-			size_t len);
-
-
+/* ---- pidfile.c ---- */
 /* pidfile=: this process's pid, written atomically; removed at exit
  * unless a successor has written its own (after a handover: left to the
  * new process). */

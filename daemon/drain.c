@@ -22,7 +22,7 @@
  *                       that, or at a third signal, the gateway logs what
  *                       it gives up and exits 1.
  *
- * A takeover (takeover.c) stops the session as step 2 does, without
+ * A takeover (takeover/) stops the session as step 2 does, without
  * detaching; when its commits take drain_timeout= seconds, the connection
  * goes to the new process without them (gw_takeover_abandon), which
  * commits them as after a crash: nothing is given up, nothing detached. 
@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "takeover_i.h"
 #include "lockcheck.h"
 
 #define WAKE_SIGNAL SIGUSR2
@@ -79,7 +80,7 @@ static struct {
 	bool mounted;			/* lock: STARTING, mount made */
 	int pending;			/* lock: STARTING, signal kept */
 	bool handover_late;		/* lock: a handover's commits took
-					 * drain_timeout= (takeover.c) */
+					 * drain_timeout= (takeover/) */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake_noop(int sig)

@@ -20,6 +20,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "takeover_i.h"
 #include "nodes.h"
 
 #define EXIT_USAGE 2
@@ -550,7 +551,7 @@ static int origin_check(const struct gw_opts *o, char *err, size_t len)
 }
 
 /* A live gateway serves this cache directory (its control socket
- * answered): ask it to hand its connection over (takeover.c). 0 with
+ * answered): ask it to hand its connection over (takeover/). 0 with
  * fds (or fds[0] -1: it went away meanwhile, start afresh), or the exit
  * status. */
 static int take_over(struct gw_opts *o, int fds[2])

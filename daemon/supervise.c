@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "takeover_i.h"
 #include "gw_state.h"
 
 #define CRASH_WINDOW_S 60

@@ -249,7 +249,7 @@ struct gw {
 	size_t owed_left, owed_lost;	/* owed_lock */
 	pthread_t owed_thread;		/* main thread only */
 	bool owed_started;		/* main thread only */
-	/* the handover (daemon/takeover.c): whether the main thread (1) or
+	/* the handover (daemon/takeover/takeover_handover.c): whether the main thread (1) or
 	 * the drain thread (2, its commits unfinished) hands over; atomic */
 	int handover_phase;
 };

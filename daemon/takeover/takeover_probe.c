@@ -1,0 +1,113 @@
+/* takeover_probe.c - the new process: a live gateway's control socket in
+ * cache_dir found, and asked for its connection; the pid that handed it
+ * over waited for when it kept the cache (its commits unfinished). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "takeover_i.h"
+#include "gw_state.h"
+
+int gw_takeover_probe(const char *cache_dir)
+{
+	struct sockaddr_un sa;
+	int fd, dirfd, ret;
+
+	/* A long cache_dir: through /proc/self/fd, as the socket was made
+	 * (ctl.c) and as cachegw-inspect reaches it. */
+	ret = cache_ctl_sockaddr(cache_dir, &sa, &dirfd);
+	if (ret < 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		ret = -errno;
+	else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		close(fd);
+	} else
+		ret = fd;
+	if (dirfd >= 0)
+		close(dirfd);
+	return ret;
+}
+
+/* Until process pid has ended (its descriptors closed), at most 60 s. */
+static void wait_gone(int pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+		while (poll(&p, 1, 60000) < 0 && errno == EINTR)
+			;
+		close(pfd);
+		return;
+	}
+	for (int i = 0; i < 6000 && kill(pid, 0) == 0; i++)
+		usleep(10000);
+}
+
+int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
+			size_t len)
+{
+	char line[512], msg[16];
+	size_t got = 0;
+	ssize_t n;
+	int nfds = 2, pid;
+	FILE *f;
+
+	f = fdopen(dup(fd), "w");
+	if (!f || fprintf(f, "takeover %u %u %s\n", GW_STATE_VERSION,
+			  CACHE_FORMAT_VERSION, mnt) < 0 || fflush(f)) {
+		if (f)
+			fclose(f);
+		snprintf(err, len, "cannot ask the serving gateway: %s",
+			 strerror(errno));
+		return -EIO;
+	}
+	fclose(f);
+	/* Its answer, one line, byte by byte: what follows it comes with
+	 * the descriptors. */
+	while (got < sizeof(line) - 1) {
+		n = read(fd, line + got, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (line[got++] == '\n')
+			break;
+	}
+	line[got] = 0;
+	line[strcspn(line, "\n")] = 0;
+	if (strncmp(line, "ok ", 3)) {
+		snprintf(err, len, "the serving gateway %s",
+			 got ? line : "did not answer the takeover request "
+			 "(an older version?)");
+		return -EPERM;
+	}
+	n = gw_recv_fds(fd, msg, sizeof(msg), fds, &nfds);
+	if (n <= 0 || nfds != 2 ||
+	    (strcmp(msg, "fds\n") && strcmp(msg, "fds wait\n"))) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		snprintf(err, len, "the serving gateway (pid %s) stopped "
+			 "without handing the connection over (see its log)",
+			 line + 3);
+		return -EIO;
+	}
+	pid = atoi(line + 3);
+	/* Handed over with its commits unfinished (gw_takeover_abandon):
+	 * it still holds the cache, until it is gone. */
+	if (!strcmp(msg, "fds wait\n"))
+		wait_gone(pid);
+	return pid;
+}
