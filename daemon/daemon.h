@@ -94,9 +94,13 @@ int gw_drain_serving(void);		/* on the loop's thread, before it */
  * ended here, and fuse_session_unmount only closes it. */
 bool gw_drain_loop_ended(struct gw *gw);
 void gw_drain_stop(int status);		/* the exit path is done */
-/* A takeover was asked for (takeover/takeover_ctl.c): stop the loop as a second
- * SIGTERM would, without detaching; -EBUSY unless serving. */
-int gw_drain_takeover(void);
+/* A takeover was asked for (takeover/takeover_ctl.c): stop the loop as a
+ * second SIGTERM would, without detaching; -EBUSY unless serving. When
+ * the commits after the loop take drain_timeout=, the drain thread calls
+ * late(gw) once: it hands the connection over without them, or returns
+ * if the main thread got past them meanwhile (then the commits at exit
+ * get drain_timeout= once more). */
+int gw_drain_takeover(void (*late)(struct gw *gw));
 /* A successor's exit path: its session never mounted, so libfuse does not
  * unmount: detach the mount if it is still ours. */
 void gw_drain_detach_if_ours(void);

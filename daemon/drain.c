@@ -23,9 +23,10 @@
  *                       it gives up and exits 1.
  *
  * A takeover (takeover/) stops the session as step 2 does, without
- * detaching; when its commits take drain_timeout= seconds, the connection
- * goes to the new process without them (gw_takeover_abandon), which
- * commits them as after a crash: nothing is given up, nothing detached. 
+ * detaching; when its commits take drain_timeout= seconds, the call it
+ * gave (gw_drain_takeover) hands the connection to the new process
+ * without them, which commits them as after a crash: nothing is given up,
+ * nothing detached.
  *
  * Before the mount, TERM and INT do what they do by default (a start-up
  * hung on an unreachable origin is interrupted, nothing is to be saved);
@@ -49,7 +50,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "takeover_i.h"
 #include "lockcheck.h"
 
 #define WAKE_SIGNAL SIGUSR2
@@ -79,8 +79,9 @@ static struct {
 	int signals;			/* lock: TERM/INT received */
 	bool mounted;			/* lock: STARTING, mount made */
 	int pending;			/* lock: STARTING, signal kept */
-	bool handover_late;		/* lock: a handover's commits took
-					 * drain_timeout= (takeover/) */
+	void (*late)(struct gw *gw);	/* lock: a takeover's, for commits
+					 * that take drain_timeout= */
+	bool handover_late;		/* lock: late was called */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake_noop(int sig)
@@ -370,15 +371,16 @@ static void *drain_thread(void *arg)
 			stop_session_locked();
 		} else if (dr.phase == DRAIN_COMMITTING &&
 			   passed(&dr.deadline) && !dr.handover_late &&
-			   __atomic_load_n(&dr.gw->takeover_fd,
-					   __ATOMIC_ACQUIRE) >= 0) {
+			   dr.late) {
 			/* A handover: its successor takes what is not
-			 * committed (it returns only if the main thread is
+			 * committed (late returns only if the main thread is
 			 * past the commits: then once more the time). */
+			void (*late)(struct gw *gw) = dr.late;
+
 			dr.handover_late = true;
 			deadline_in(&dr.deadline, dr.gw->o->drain_timeout);
 			pthread_mutex_unlock(&dr.lock);
-			gw_takeover_abandon(dr.gw);
+			late(dr.gw);
 			pthread_mutex_lock(&dr.lock);
 		} else if (dr.phase == DRAIN_COMMITTING &&
 			   passed(&dr.deadline)) {
@@ -490,12 +492,13 @@ void gw_drain_stop(int status)
 	dr.started = false;
 }
 
-int gw_drain_takeover(void)
+int gw_drain_takeover(void (*late)(struct gw *gw))
 {
 	int ret = -EBUSY;
 
 	pthread_mutex_lock(&dr.lock);
 	if (dr.started && dr.phase == DRAIN_SERVING) {
+		dr.late = late;
 		stop_session_locked();
 		ret = 0;
 	}

@@ -73,7 +73,7 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 	/* Atomic: an upgrade asked for as soon as this process serves
 	 * races with gw_takeover_serving's read. */
 	__atomic_store_n(&gw_state->stopped_ns, gw_now_ns(), __ATOMIC_RELAXED);
-	if (gw_drain_takeover()) {
+	if (gw_drain_takeover(gw_takeover_abandon)) {
 		close(gw->handover_fuse_fd);
 		gw->handover_fuse_fd = -1;
 		fprintf(out, "refused: the gateway is stopping\n");
