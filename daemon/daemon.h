@@ -3,7 +3,12 @@
  * endpoint. Above gateway/ (whose gateway.h it includes); nothing below
  * includes this.
  *
- * main.c:     command line, daemon start-up, session loop, teardown.
+ * main.c:     the command line; a takeover asked for, or a new mount;
+ *             supervised or not.
+ * background.c: the fork whose parent waits for the start-up verdict;
+ *             the detach once serving.
+ * serve.c:    one serving process: start-up, the session loop, the
+ *             handover or the stop, teardown.
  * opts.c:     -o option parsing and validation (struct gw_opts: gw_i.h).
  * opts_table.c: every option's row (name, default, range, help) and
  *             --help printed from it.
@@ -118,9 +123,21 @@ void gw_pidfile_remove(const struct gw_opts *o);
 /* Runs the gateway in a child and starts a successor when it dies; fds:
  * the connection and state to serve (-1: a new mount). The exit status. */
 int gw_supervise(struct gw_opts *o, const int fds[2], int notify_fd);
-/* main.c: one serving process. fds as above; sup_fd: to the supervisor
- * (-1: none); notify_fd: the start-up verdict's pipe (-1: none). */
-int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+
+
+/* ---- serve.c ---- */
+/* One serving process. fds as above; sup_fd: to the supervisor (-1:
+ * none); notify_fd: the start-up verdict's pipe (-1: none). The exit
+ * status. */
+int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+
+
+/* ---- background.c ---- */
+/* Fork; the parent waits for the child's verdict (*notify_fd, the pipe's
+ * end the child keeps) and exits with it. 0 in the child, or -errno. */
+int gw_daemon_fork(int *notify_fd);
+/* Tell the parent (once; nothing if *notify_fd is -1). */
+void gw_daemon_notify(int *notify_fd, unsigned char status);
 /* Standard streams to /dev/null, the log to its file or syslog. */
 void gw_daemon_detach(const struct gw_opts *o);
 

@@ -1,8 +1,8 @@
 /* takeover_i.h - one FUSE connection, served by one process after another
  * (doc/takeover.md; the state they share: gateway/gw_state.h): the
  * takeover's room of daemon/, one section per file. Its callers: the
- * command line and the serving process's start and exit (main.c),
- * the supervisor (supervise.c), the control socket (ctl.c).
+ * command line (main.c), the serving process's start and exit
+ * (serve.c), the supervisor (supervise.c), the control socket (ctl.c).
  *
  * takeover_state.c:    the state memfd: made, mapped, closed.
  * takeover_fds.c:      a message and descriptors over a unix socket.
@@ -12,11 +12,12 @@
  *                      its session stopped for the handover.
  * takeover_handover.c: the old process hands the connection over, with
  *                      its commits or (late) without.
- * takeover_probe.c:    the new process finds the live gateway and asks.
+ * takeover_probe.c:    the new process finds the live gateway, checks the
+ *                      origin and asks.
  *
  * Upgrade in place: `cachegw SOURCE MOUNTPOINT -o cache_dir=DIR,...` finds
  * DIR's control socket answering, makes sure it can reach the origin
- * (main.c: else it refuses, and the old process serves on) and asks
+ * (takeover_probe.c: else it refuses, and the old process serves on) and asks
  * `takeover VERSION FORMAT MNT`. The serving process refuses with one line
  * (another state version or cache format, another mount point, a kernel
  * without FUSE_NOTIFY_RESEND, a stop under way) and serves on, or answers
@@ -40,7 +41,7 @@
  * had not committed is COMMITted by the successor while it serves
  * (write_commit.c: owed), and a verifier other than the one the writers'
  * records name for it is reported to them. A successor that cannot reach
- * the origin starts without it (main.c, nfsclient's started_lost).
+ * the origin starts without it (serve.c, nfsclient's started_lost).
  */
 #ifndef CACHEGW_TAKEOVER_I_H
 #define CACHEGW_TAKEOVER_I_H
@@ -92,9 +93,10 @@ void gw_takeover_abandon(struct gw *gw);
 /* The new process: a live gateway's control socket for cache_dir (fd), or
  * -errno (none answers). */
 int gw_takeover_probe(const char *cache_dir);
-/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
- * the state, or -errno with a line in err. */
-int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
-			size_t len);
+/* A live gateway serves o->cache_dir (its control socket answered): the
+ * origin checked, ask it to hand its connection over. 0 with fds (or
+ * fds[0] -1: it went away meanwhile, start afresh), or the exit status
+ * (a line on stderr). */
+int gw_takeover_ask(struct gw_opts *o, int fds[2]);
 
 #endif

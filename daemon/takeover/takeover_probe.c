@@ -1,6 +1,7 @@
 /* takeover_probe.c - the new process: a live gateway's control socket in
- * cache_dir found, and asked for its connection; the pid that handed it
- * over waited for when it kept the cache (its commits unfinished). */
+ * cache_dir found; the origin reached first (else the old one serves on);
+ * the old one asked for its connection, and waited for when it hands over
+ * with the cache still held (its commits unfinished). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -56,8 +57,10 @@ static void wait_gone(int pid)
 		usleep(10000);
 }
 
-int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
-			size_t len)
+/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
+ * the state, or -errno with a line in err. */
+static int request(int fd, const char *mnt, int fds[2], char *err,
+		   size_t len)
 {
 	char line[512], msg[16];
 	size_t got = 0;
@@ -110,4 +113,57 @@ int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
 	if (!strcmp(msg, "fds wait\n"))
 		wait_gone(pid);
 	return pid;
+}
+
+/* An upgrade in place: this process must reach the origin before the
+ * serving gateway is asked to stop. One that could not would serve the
+ * clients no better than the old one does (hard: they wait; offline=:
+ * answers from the cache) and could not commit what the old one hands
+ * over. One connection, closed again; the successor makes its own. */
+static int origin_check(const struct gw_opts *o, char *err, size_t len)
+{
+	struct nfsc_opts no = {
+		.nconnect = 1,
+		.rsize = o->rsize,
+		.wsize = o->wsize,
+		.timeo = o->timeo,
+		.retrans = o->retrans,
+		.soft = o->soft,
+	};
+	struct nfsc *n;
+	int ret = nfsc_open(o->source, &no, &n, err, len);
+
+	if (!ret)
+		nfsc_close(n);
+	return ret;
+}
+
+int gw_takeover_ask(struct gw_opts *o, int fds[2])
+{
+	char err[1024];		/* request's: its answer's line and more */
+	int pid, live;
+
+	/* 1. The origin first, with nothing asked yet: the control
+	 *    thread would not wait for us (ctl.c: 2 s). */
+	if (origin_check(o, err, sizeof(err))) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on the "
+			"same cache_dir, which serves on: not taking over, this "
+			"process cannot reach the origin (%s); run the command "
+			"again once it answers\n", o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	/* 2. Ask. */
+	live = gw_takeover_probe(o->cache_dir);
+	if (live < 0)
+		return 0;
+	pid = request(live, o->mountpoint_real, fds, err, sizeof(err));
+	close(live);
+	if (pid < 0) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on "
+			"the same cache_dir, which did not hand over: %s\n",
+			o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	gw_log("took over %s from pid %d", o->mountpoint_real, pid);
+	return 0;
 }
