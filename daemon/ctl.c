@@ -42,13 +42,14 @@ struct metric {
 	uint64_t value;
 };
 
-static size_t collect(struct gw *gw, struct metric *m, size_t max)
+static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
+		      struct metric *m, size_t max)
 {
 	struct cache_stats cs = { 0 };
 	size_t n = 0;
 
-	if (gw->cache)
-		cache_get_stats(gw->cache, &cs);
+	if (pr->cache)
+		cache_get_stats(pr->cache, &cs);
 #define M(nm, ty, hp, v) do { if (n < max) m[n++] = (struct metric){ \
 		"cachegw_" nm, ty, hp, (uint64_t)(v) }; } while (0)
 	if (gw_state) {
@@ -68,40 +69,38 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	}
 	M("origin_read_bytes_total", "counter",
 	  "Bytes of READ payload received from the origin.",
-	  nfsc_read_bytes(gw->nfs));
+	  nfsc_read_bytes(pr->nfs));
 	M("origin_write_bytes_total", "counter",
 	  "Bytes of WRITE payload the origin accepted.",
-	  nfsc_write_bytes(gw->nfs));
-	pthread_mutex_lock(&gw->win_lock);
+	  nfsc_write_bytes(pr->nfs));
 	M("write_window_bytes", "gauge", "Bytes of WRITE in flight now.",
-	  gw->win_used);
+	  gc->win_used);
 	M("write_window_waits_total", "counter",
-	  "Writes that waited for room in the write window.", gw->win_waits);
+	  "Writes that waited for room in the write window.", gc->win_waits);
 	M("write_window_wait_microseconds_total", "counter",
 	  "Time writes waited for room in the write window.",
-	  gw->win_wait_ns / 1000);
+	  gc->win_wait_ns / 1000);
 	M("write_window_bytes_max", "gauge",
 	  "Most bytes of WRITE that were in flight at once.",
-	  gw->win_used_max);
+	  gc->win_used_max);
 	M("write_inflight_max", "gauge",
 	  "Most FUSE WRITEs that were in flight to the origin at once.",
-	  gw->win_writes_max);
-	pthread_mutex_unlock(&gw->win_lock);
+	  gc->win_writes_max);
 	M("write_writepage_total", "counter",
 	  "WRITEs of dirty pages the kernel flushed (writeback, mmap).",
-	  __atomic_load_n(&gw->writepage_writes, __ATOMIC_RELAXED));
+	  gc->writepage_writes);
 	M("write_spliced_total", "counter",
 	  "FUSE WRITEs whose bytes the kernel handed over through a pipe (one copy, not two).",
-	  __atomic_load_n(&gw->write_spliced, __ATOMIC_RELAXED));
+	  gc->write_spliced);
 	M("write_writepage_errors_total", "counter",
 	  "Of them, refused by the origin; the error is given at the file's next flush or fsync.",
-	  __atomic_load_n(&gw->writepage_errors, __ATOMIC_RELAXED));
+	  gc->writepage_errors);
 	M("write_resends_total", "counter",
 	  "Extents written again because the origin's verifier changed.",
-	  __atomic_load_n(&gw->resends, __ATOMIC_RELAXED));
+	  gc->resends);
 	M("write_wcc_foreign_total", "counter",
 	  "WRITEs whose pre-op attributes showed a change by someone else.",
-	  __atomic_load_n(&gw->wcc_foreign, __ATOMIC_RELAXED));
+	  gc->wcc_foreign);
 	M("cache_hit_bytes_total", "counter",
 	  "Bytes served from verified cache blocks.", cs.hit_bytes);
 	M("cache_miss_bytes_total", "counter",
@@ -144,35 +143,35 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 	  cs.fills_behind_bytes);
 	M("fill_queue_skipped_total", "counter",
 	  "fill_behind=skip: fetches not queued for the cache because the fill thread had 64 MiB waiting.",
-	  __atomic_load_n(&gw->fill_queue_skipped, __ATOMIC_RELAXED));
+	  gc->fill_queue_skipped);
 	M("fill_queue_skipped_bytes_total", "counter",
 	  "Bytes of those fetches.",
-	  __atomic_load_n(&gw->fill_queue_skipped_bytes, __ATOMIC_RELAXED));
+	  gc->fill_queue_skipped_bytes);
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
-	  gw_itable_count(gw));
+	  gw_itable_count(pr->gw));
 	M("kernel_cache_drops_total", "counter",
 	  "Times the kernel was told to drop a file's pages (changed at the origin).",
-	  __atomic_load_n(&gw->kernel_cache_drops, __ATOMIC_RELAXED));
+	  gc->kernel_cache_drops);
 	M("readahead_bytes_total", "counter",
 	  "Bytes fetched from the origin ahead of a sequential reader.",
-	  __atomic_load_n(&gw->readahead_bytes, __ATOMIC_RELAXED));
+	  gc->readahead_bytes);
 	M("readahead_throttled_total", "counter",
 	  "Readaheads skipped because fills were behind.",
-	  __atomic_load_n(&gw->readahead_throttled, __ATOMIC_RELAXED));
+	  gc->readahead_throttled);
 	M("fetch_buffers", "gauge", "Origin fetches in flight or kept.",
-	  __atomic_load_n(&gw->fetches, __ATOMIC_RELAXED));
+	  gc->fetches);
 	M("fetch_buffer_bytes", "gauge",
 	  "Bytes held by origin fetches in flight or kept.",
-	  __atomic_load_n(&gw->fetch_bytes, __ATOMIC_RELAXED));
+	  gc->fetch_bytes);
 	M("data_buffer_bytes", "gauge",
 	  "Bytes of data buffers mapped (in use and recycled).",
 	  gw_buf_mapped());
-	if (gw->nodes) {
+	if (pr->nodes) {
 		struct nodes_stats ns;
 		struct gw_reclaim_counters rc;
 
-		nodes_stats(gw->nodes, &ns);
-		gw_reclaim_counters(gw, &rc);
+		nodes_stats(pr->nodes, &ns);
+		gw_reclaim_counters(pr->gw, &rc);
 		M("nodes_entries", "gauge",
 		  "Node-ids in the persistent node-id table.", ns.entries);
 		M("nodes_file_bytes", "gauge",
@@ -189,10 +188,10 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		M("nodes_reclaim_aborted_total", "counter",
 		  "Reclaim passes that gave nothing back: the origin's root or too many of its answers did not look right.",
 		  rc.aborted);
-		if (gw->md) {
+		if (pr->md) {
 			struct nodes_md_stats ms;
 
-			nodes_md_stats(gw->md, &ms);
+			nodes_md_stats(pr->md, &ms);
 			M("md_records", "gauge",
 			  "Attribute and ACCESS records kept across restarts (md.log).",
 			  ms.records);
@@ -201,26 +200,26 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		}
 		M("md_restored_attrs_total", "counter",
 		  "New inodes that started with attributes kept from before (still within the attribute timeout).",
-		  __atomic_load_n(&gw->md_restored_attrs, __ATOMIC_RELAXED));
+		  gc->md_restored_attrs);
 		M("getattr_joined_total", "counter",
 		  "GETATTRs not sent to the origin: the stat took the answer of one already in flight for the same file.",
-		  __atomic_load_n(&gw->getattr_joined, __ATOMIC_RELAXED));
+		  gc->getattr_joined);
 		M("md_kept_listings_total", "counter",
 		  "Directories listed from what was kept before a restart instead of the origin.",
-		  __atomic_load_n(&gw->md_kept_listings, __ATOMIC_RELAXED));
+		  gc->md_kept_listings);
 		M("md_kept_lookups_total", "counter",
 		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
-		  __atomic_load_n(&gw->md_kept_lookups, __ATOMIC_RELAXED));
+		  gc->md_kept_lookups);
 		M("md_restored_access_total", "counter",
 		  "ACCESS answers kept from before that new inodes started with.",
-		  __atomic_load_n(&gw->md_restored_access, __ATOMIC_RELAXED));
+		  gc->md_restored_access);
 		M("nodes_room_refusals_total", "counter",
 		  "Creates refused with ENOSPC before reaching the origin: the node-id table had no room.",
 		  rc.refusals);
-		if (gw->nfs) {
+		if (pr->nfs) {
 			struct nfsc_origin_stat os;
 
-			nfsc_origin_stat(gw->nfs, &os);
+			nfsc_origin_stat(pr->nfs, &os);
 			M("origin_lost", "gauge",
 			  "1 while the origin is lost (offline=: no answer for that long), else 0.",
 			  (uint64_t)os.lost);
@@ -239,7 +238,7 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
 		}
 		M("offline_answers_total", "counter",
 		  "Requests (GETATTR, LOOKUP, READDIR, ACCESS, READLINK, STATFS) answered from what the gateway holds while the origin was lost, each once.",
-		  __atomic_load_n(&gw->offline_answers, __ATOMIC_RELAXED));
+		  gc->offline_answers);
 	}
 #undef M
 	return n;
@@ -250,7 +249,7 @@ static size_t collect(struct gw *gw, struct metric *m, size_t max)
  * that scripts (and `cachegw-inspect top`) find every name. Prometheus:
  * three counters labelled proc="...", and one histogram series per
  * procedure that was called. */
-static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
+static void print_origin_calls(struct gw_proc *pr, FILE *out, bool prometheus)
 {
 	static const char *const counters[3][2] = {
 		{ "cachegw_origin_calls_total",
@@ -266,7 +265,7 @@ static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
 	char lab[48];
 
 	for (p = 0; p < NFSC_NPROC; p++) {
-		nfsc_proc_stat(gw->nfs, p, &s[p]);
+		nfsc_proc_stat(pr->nfs, p, &s[p]);
 		calls += s[p].calls;
 		timeouts += s[p].timeouts;
 		ns += s[p].lat.sum_ns;
@@ -324,10 +323,22 @@ static void print_origin_calls(struct gw *gw, FILE *out, bool prometheus)
 	}
 }
 
-void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
+/* A latency histogram of the request path, in seconds. */
+static void print_hist(const struct lat_hist *h, const char *name,
+		       const char *help, FILE *out)
 {
+	fprintf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	lat_hist_print_series(h, name, NULL, out);
+}
+
+void gw_metrics_print(struct gw_proc *pr, FILE *out, bool prometheus)
+{
+	struct gw_counters gc;
 	struct metric m[64];
-	size_t n = collect(gw, m, 64), i;
+	size_t n, i;
+
+	gw_counters(pr->gw, &gc);
+	n = collect(pr, &gc, m, 64);
 
 	for (i = 0; i < n; i++) {
 		if (prometheus)
@@ -338,15 +349,13 @@ void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus)
 			fprintf(out, "%-36s %llu\n", m[i].name + 8,
 				(unsigned long long)m[i].value);
 	}
-	print_origin_calls(gw, out, prometheus);
+	print_origin_calls(pr, out, prometheus);
 	if (!prometheus)
 		return;
-	gw_hist_print(&gw->origin_read_lat,
-		      "cachegw_origin_read_duration_seconds",
-		      "Time from sending an origin READ to its reply.", out);
-	gw_hist_print(&gw->cache_read_lat,
-		      "cachegw_cache_read_duration_seconds",
-		      "Time of a cache read that returned verified data.", out);
+	print_hist(&gc.origin_read_lat, "cachegw_origin_read_duration_seconds",
+		   "Time from sending an origin READ to its reply.", out);
+	print_hist(&gc.cache_read_lat, "cachegw_cache_read_duration_seconds",
+		   "Time of a cache read that returned verified data.", out);
 }
 
 /* The client's credentials, for calls made on its behalf (the socket is
@@ -364,10 +373,10 @@ static void peer_cred(int fd, struct nfsc_cred *cr)
 }
 
 /* "reclaim": one pass now (reclaim.c); one line of what it did. */
-static void ctl_reclaim(struct gw *gw, FILE *out)
+static void ctl_reclaim(struct gw_proc *pr, FILE *out)
 {
 	struct gw_reclaim_result r;
-	int ret = gw_reclaim_run(gw, &r);
+	int ret = gw_reclaim_run(pr->gw, &r);
 
 	if (ret)
 		fprintf(out, "error: reclaim: %s\n", strerror(-ret));
@@ -383,7 +392,7 @@ static void ctl_reclaim(struct gw *gw, FILE *out)
 			r.aborted ? " aborted: " : "", r.aborted ? r.why : "");
 }
 
-static void serve_client(struct gw *gw, int fd)
+static void serve_client(struct gw_proc *pr, int fd)
 {
 	char cmd[PATH_MAX + 64];
 	size_t got = 0;
@@ -411,20 +420,20 @@ static void serve_client(struct gw *gw, int fd)
 	if (!out)
 		return;
 	if (!strcmp(cmd, "stats"))
-		gw_metrics_print(gw, out, false);
+		gw_metrics_print(pr, out, false);
 	else if (!strcmp(cmd, "prometheus"))
-		gw_metrics_print(gw, out, true);
+		gw_metrics_print(pr, out, true);
 	else if (!strcmp(cmd, "mountpoint"))
-		gw_ctl_mountpoint(gw, out);
+		gw_ctl_mountpoint(pr, out);
 	else if (!strncmp(cmd, "cached ", 7)) {
 		peer_cred(fd, &cr);
-		gw_ctl_cached(gw, &cr, cmd + 7, out);
+		gw_ctl_cached(pr, &cr, cmd + 7, out);
 	} else if (!strcmp(cmd, "drain"))
-		gw_ctl_drain(gw, out);
+		gw_ctl_drain(pr, out);
 	else if (!strcmp(cmd, "reclaim"))
-		ctl_reclaim(gw, out);
+		ctl_reclaim(pr, out);
 	else if (!strncmp(cmd, "takeover ", 9))
-		gw_ctl_takeover(gw, fd, cmd + 9, out);
+		gw_ctl_takeover(pr, fd, cmd + 9, out);
 	else
 		fprintf(out, "error: unknown command '%s' (stats, "
 			"prometheus, mountpoint, cached PATH, drain, "
@@ -459,13 +468,13 @@ int gw_accept_failed(const char *what, int err, uint64_t *last_log,
 static void *ctl_thread(void *arg)
 {
 	struct gw_ctl_thread *t = arg;
-	struct gw *gw = t->gw;
+	struct gw_proc *pr = t->pr;
 	time_t last_tick = 0;
 
 	for (;;) {
 		struct pollfd p[2] = {
-			{ .fd = gw->ctl_fd, .events = POLLIN },
-			{ .fd = gw->ctl_stop[0], .events = POLLIN },
+			{ .fd = pr->ctl_fd, .events = POLLIN },
+			{ .fd = pr->ctl_stop[0], .events = POLLIN },
 		};
 		struct timespec now;
 		int fd;
@@ -492,17 +501,17 @@ static void *ctl_thread(void *arg)
 		/* The stop pipe is never read: every thread sees it. */
 		if (p[1].revents)
 			break;
-		fd = accept4(gw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(pr->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			/* EAGAIN: another thread took it. Out of fds: the
 			 * client stays pending and poll() would wake at once;
 			 * pause (the stop pipe still heard). */
 			int ms = gw_accept_failed("control socket", errno,
-						  &gw->ctl_accept_log,
-						  &gw->ctl_accept_errs);
+						  &pr->ctl_accept_log,
+						  &pr->ctl_accept_errs);
 
 			if (ms) {
-				struct pollfd s = { .fd = gw->ctl_stop[0],
+				struct pollfd s = { .fd = pr->ctl_stop[0],
 						    .events = POLLIN };
 
 				if (poll(&s, 1, ms) > 0)
@@ -510,13 +519,13 @@ static void *ctl_thread(void *arg)
 			}
 			continue;
 		}
-		serve_client(gw, fd);
+		serve_client(pr, fd);
 		close(fd);
 	}
 	return NULL;
 }
 
-int gw_ctl_start(struct gw *gw, const char *dir)
+int gw_ctl_start(struct gw_proc *pr, const char *dir)
 {
 	struct sockaddr_un sa;
 	mode_t old;
@@ -525,76 +534,76 @@ int gw_ctl_start(struct gw *gw, const char *dir)
 	ret = cache_ctl_sockaddr(dir, &sa, &dirfd);
 	if (ret)
 		return ret;
-	gw->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	pr->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			    0);
-	if (gw->ctl_fd < 0) {
+	if (pr->ctl_fd < 0) {
 		ret = -errno;
 		goto out_dirfd;
 	}
 	/* We hold the cache lock, so a socket file left here is stale. */
 	unlink(sa.sun_path);
 	old = umask(0077);
-	ret = bind(gw->ctl_fd, (struct sockaddr *)&sa, sizeof(sa));
+	ret = bind(pr->ctl_fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	/* bind() made it 0777 & ~umask = 0700; the cache's files are 0600.
 	 * (A umask of 0177 would do it, but umask is process-wide and other
 	 * threads run: a directory made meanwhile would lose its x bit.) */
 	if (ret == 0 && chmod(sa.sun_path, 0600) < 0)
 		ret = -1;
-	if (ret < 0 || listen(gw->ctl_fd, 8) < 0)
+	if (ret < 0 || listen(pr->ctl_fd, 8) < 0)
 		goto out_errno;
-	if (pipe2(gw->ctl_stop, O_CLOEXEC) < 0)
+	if (pipe2(pr->ctl_stop, O_CLOEXEC) < 0)
 		goto out_errno;
-	gw->ctl_nthreads = 0;
+	pr->ctl_nthreads = 0;
 	for (unsigned i = 0; i < GW_CTL_THREADS; i++) {
-		struct gw_ctl_thread *t = &gw->ctl_threads[i];
+		struct gw_ctl_thread *t = &pr->ctl_threads[i];
 
-		t->gw = gw;
+		t->pr = pr;
 		t->idx = i;
 		ret = pthread_create(&t->tid, NULL, ctl_thread, t);
 		if (ret)
 			break;
-		gw->ctl_nthreads++;
+		pr->ctl_nthreads++;
 	}
 	/* Fewer threads than asked for still serve, one client each. */
-	if (gw->ctl_nthreads == 0) {
-		close(gw->ctl_stop[0]);
-		close(gw->ctl_stop[1]);
+	if (pr->ctl_nthreads == 0) {
+		close(pr->ctl_stop[0]);
+		close(pr->ctl_stop[1]);
 		errno = ret;
 		goto out_errno;
 	}
 	/* Unlinked at stop by its real path, whatever bind() went through. */
-	if (asprintf(&gw->ctl_path, "%s/%s", dir, CACHE_CTL_NAME) < 0)
-		gw->ctl_path = NULL;
+	if (asprintf(&pr->ctl_path, "%s/%s", dir, CACHE_CTL_NAME) < 0)
+		pr->ctl_path = NULL;
 	ret = 0;
 	goto out_dirfd;
 
 out_errno:
 	ret = -errno;
-	close(gw->ctl_fd);
-	gw->ctl_fd = -1;
+	close(pr->ctl_fd);
+	pr->ctl_fd = -1;
 out_dirfd:
 	if (dirfd >= 0)
 		close(dirfd);
 	return ret;
 }
 
-void gw_ctl_stop(struct gw *gw)
+void gw_ctl_stop(struct gw_proc *pr)
 {
-	if (gw->ctl_fd < 0)
+	if (pr->ctl_fd < 0)
 		return;
-	if (write(gw->ctl_stop[1], "x", 1) != 1)
+	if (write(pr->ctl_stop[1], "x", 1) != 1)
 		perror("cachegw: control stop");
-	for (unsigned i = 0; i < gw->ctl_nthreads; i++)
-		pthread_join(gw->ctl_threads[i].tid, NULL);
-	gw->ctl_nthreads = 0;
-	close(gw->ctl_stop[0]);
-	close(gw->ctl_stop[1]);
-	close(gw->ctl_fd);
-	gw->ctl_fd = -1;
-	if (gw->ctl_path) {
-		unlink(gw->ctl_path);
-		free(gw->ctl_path);
-		gw->ctl_path = NULL;
+	for (unsigned i = 0; i < pr->ctl_nthreads; i++)
+		pthread_join(pr->ctl_threads[i].tid, NULL);
+	pr->ctl_nthreads = 0;
+	close(pr->ctl_stop[0]);
+	close(pr->ctl_stop[1]);
+	close(pr->ctl_fd);
+	pr->ctl_fd = -1;
+	if (pr->ctl_path) {
+		unlink(pr->ctl_path);
+		free(pr->ctl_path);
+		pr->ctl_path = NULL;
 	}
 }

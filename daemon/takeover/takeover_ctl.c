@@ -12,7 +12,7 @@
 #include "takeover_i.h"
 #include "gw_state.h"
 
-void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
+void gw_ctl_takeover(struct gw_proc *pr, int fd, const char *args, FILE *out)
 {
 	unsigned ver, fmt;
 	char mnt[PATH_MAX];
@@ -30,10 +30,10 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 			fmt);
 		return;
 	}
-	if (strcmp(mnt, gw->o->mountpoint_real)) {
+	if (strcmp(mnt, pr->o->mountpoint_real)) {
 		fprintf(out, "refused: cache_dir %s is in use by another "
 			"cachegw (pid %d), which serves %s, not %s\n",
-			gw->o->cache_dir, getpid(), gw->o->mountpoint_real,
+			pr->o->cache_dir, getpid(), pr->o->mountpoint_real,
 			mnt);
 		return;
 	}
@@ -54,7 +54,7 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: %s\n", strerror(errno));
 		return;
 	}
-	if (!__atomic_compare_exchange_n(&gw->takeover_fd, &expect, mine,
+	if (!__atomic_compare_exchange_n(&pr->takeover_fd, &expect, mine,
 					 false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
 		close(mine);
@@ -65,8 +65,8 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 	 * may have to send it while the main thread is still committing
 	 * (gw_takeover_abandon). gw_drain_takeover's lock orders this store
 	 * before anything the drain thread does for the takeover. */
-	gw->handover_fuse_fd = dup(fuse_session_fd(gw->se));
-	if (gw->handover_fuse_fd < 0) {
+	pr->handover_fuse_fd = dup(fuse_session_fd(pr->se));
+	if (pr->handover_fuse_fd < 0) {
 		fprintf(out, "refused: %s\n", strerror(errno));
 		goto undo;
 	}
@@ -74,8 +74,8 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 	 * races with gw_takeover_serving's read. */
 	__atomic_store_n(&gw_state->stopped_ns, gw_now_ns(), __ATOMIC_RELAXED);
 	if (gw_drain_takeover(gw_takeover_abandon)) {
-		close(gw->handover_fuse_fd);
-		gw->handover_fuse_fd = -1;
+		close(pr->handover_fuse_fd);
+		pr->handover_fuse_fd = -1;
 		fprintf(out, "refused: the gateway is stopping\n");
 		goto undo;
 	}
@@ -84,6 +84,6 @@ void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out)
 	fprintf(out, "ok %d\n", getpid());
 	return;
 undo:
-	__atomic_store_n(&gw->takeover_fd, -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&pr->takeover_fd, -1, __ATOMIC_RELEASE);
 	close(mine);
 }

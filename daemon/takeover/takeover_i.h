@@ -67,27 +67,27 @@ ssize_t gw_recv_fds(int sock, char *msg, size_t len, int *fds, int *n);
 bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
 /* Before the loop: the first process reads, keeps and serves the INIT;
  * a successor replays the kept one. */
-int gw_takeover_init(struct gw *gw, bool successor);
+int gw_takeover_init(struct gw_proc *pr, bool successor);
 /* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
-int gw_takeover_resend(struct gw *gw);
-void gw_takeover_serving(struct gw *gw, bool successor);
+int gw_takeover_resend(struct gw_proc *pr);
+void gw_takeover_serving(struct gw_proc *pr, bool successor);
 
 /* ---- takeover_ctl.c ---- */
 /* ctl "takeover VERSION FORMAT MNT" (the old process). */
-void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
+void gw_ctl_takeover(struct gw_proc *pr, int fd, const char *args, FILE *out);
 
 /* ---- takeover_handover.c ---- */
 /* The loop ended for a takeover: commit, put libfuse's descriptor aside
  * (the successor's was kept when it asked). */
-void gw_takeover_handover_begin(struct gw *gw);
+void gw_takeover_handover_begin(struct gw_proc *pr);
 /* Everything closed: send the descriptors. */
-int gw_takeover_handover_end(struct gw *gw);
+int gw_takeover_handover_end(struct gw_proc *pr);
 /* The drain thread, the commits of a handover not done in drain_timeout=:
  * send the descriptors now, the state saying the writers' data is not
  * committed (the successor commits it as after a crash; it waits for this
  * process to end: "fds wait"), and _exit. Returns only if the main thread
  * has got past the commits meanwhile (it hands over itself). */
-void gw_takeover_abandon(struct gw *gw);
+void gw_takeover_abandon(struct gw_proc *pr);
 
 /* ---- takeover_probe.c ---- */
 /* The new process: a live gateway's control socket for cache_dir (fd), or

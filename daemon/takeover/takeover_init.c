@@ -35,7 +35,7 @@ bool gw_kernel_has_resend(void)
 
 /* ---- the successor: INIT, handles, resend ---- */
 
-int gw_takeover_init(struct gw *gw, bool successor)
+int gw_takeover_init(struct gw_proc *pr, bool successor)
 {
 	struct gw_state *st = gw_state;
 	struct fuse_buf fb = { 0 };
@@ -49,12 +49,12 @@ int gw_takeover_init(struct gw *gw, bool successor)
 		in->unique = REPLAY_UNIQUE;
 		fb.mem = buf;
 		fb.size = st->init_len;
-		fuse_session_process_buf(gw->se, &fb);
+		fuse_session_process_buf(pr->se, &fb);
 		return 0;
 	}
 	/* The first request of a connection is the kernel's INIT: read
 	 * here, kept, then served as the loop would have. */
-	res = fuse_session_receive_buf(gw->se, &fb);
+	res = fuse_session_receive_buf(pr->se, &fb);
 	if (res <= 0) {
 		free(fb.mem);
 		return res < 0 ? res : -EIO;
@@ -68,12 +68,12 @@ int gw_takeover_init(struct gw *gw, bool successor)
 		gw_log("takeover: the connection's first request was not an "
 		       "INIT of a known size: no successor can take over");
 	}
-	fuse_session_process_buf(gw->se, &fb);
+	fuse_session_process_buf(pr->se, &fb);
 	free(fb.mem);
 	return 0;
 }
 
-int gw_takeover_resend(struct gw *gw)
+int gw_takeover_resend(struct gw_proc *pr)
 {
 	struct fuse_out_header oh = {
 		.len = sizeof(oh),
@@ -82,16 +82,16 @@ int gw_takeover_resend(struct gw *gw)
 	};
 	ssize_t n;
 
-	n = write(fuse_session_fd(gw->se), &oh, sizeof(oh));
+	n = write(fuse_session_fd(pr->se), &oh, sizeof(oh));
 	return n == (ssize_t)sizeof(oh) ? 0 : n < 0 ? -errno : -EIO;
 }
 
 /* The successor serves from now: counters for the metrics and the log. */
-void gw_takeover_serving(struct gw *gw, bool successor)
+void gw_takeover_serving(struct gw_proc *pr, bool successor)
 {
 	struct gw_state *st = gw_state;
 
-	(void)gw;
+	(void)pr;
 	if (!st)
 		return;
 	/* The control threads read these (the metrics): atomic. */
