@@ -15,7 +15,8 @@
  * opts_table.c: every option's row (name, default, range, help) and
  *             --help printed from it.
  * drain.c:    signals (HUP, INT, TERM), detaching, the bounded stop.
- * ctl.c:      the control socket (cachegw-inspect) and the counters.
+ * ctl.c:      the control socket (cachegw-inspect).
+ * counters.c: every metric, as `stats` or for Prometheus.
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
  * origin_root.c: the export's root handle kept for offline starts.
@@ -221,6 +222,9 @@ void gw_ctl_stop(struct gw_proc *pr);
 #define GW_ACCEPT_LOG_S 10
 int gw_accept_failed(const char *what, int err, uint64_t *last_log,
 		     uint64_t *count);
+
+
+/* ---- counters.c ---- */
 /* Every metric, as `stats` (prometheus false) or in the Prometheus text
  * exposition format (with the histograms): for both endpoints. */
 void gw_metrics_print(struct gw_proc *pr, FILE *out, bool prometheus);
