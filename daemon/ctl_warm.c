@@ -25,10 +25,10 @@
  * control threads meanwhile. */
 #define GW_DRAIN_MAX_MS 30000
 
-void gw_ctl_mountpoint(struct gw *gw, FILE *out)
+void gw_ctl_mountpoint(struct gw_proc *pr, FILE *out)
 {
-	fprintf(out, "%s\n", gw->o->mountpoint_real ? gw->o->mountpoint_real :
-			     gw->o->mountpoint);
+	fprintf(out, "%s\n", pr->o->mountpoint_real ? pr->o->mountpoint_real :
+			     pr->o->mountpoint);
 }
 
 /* rel through the names the gateway knows (md.log: LOOKUP and
@@ -37,7 +37,7 @@ void gw_ctl_mountpoint(struct gw *gw, FILE *out)
  * attributes of what it names, with one origin call instead of one per
  * component. -ENOENT if a name is not known (then walk() asks), -ESTALE
  * if the origin no longer has the file. */
-static int walk_kept(struct gw *gw, const struct nfsc_cred *cr,
+static int walk_kept(struct gw_proc *pr, const struct nfsc_cred *cr,
 		     const char *rel, struct nfsc_fh *fh, struct nfsc_attr *a)
 {
 	char *copy = strdup(rel), *name, *save = NULL;
@@ -54,29 +54,29 @@ static int walk_kept(struct gw *gw, const struct nfsc_cred *cr,
 		if (!strcmp(name, ".."))
 			ret = -EINVAL;
 		else
-			ret = gw_md_dent_any(gw, id, name, &id);
+			ret = gw_md_dent_any(pr->gw, id, name, &id);
 	}
 	free(copy);
 	if (ret)
 		return ret;
 	if (id == FUSE_ROOT_ID) {
-		*fh = *nfsc_root(gw->nfs);
+		*fh = *nfsc_root(pr->nfs);
 	} else {
 		hlen = sizeof(fh->data);
-		if (nodes_get(gw->nodes, id, fh->data, &hlen, NULL, NULL))
+		if (nodes_get(pr->nodes, id, fh->data, &hlen, NULL, NULL))
 			return -ENOENT;
 		fh->len = (uint32_t)hlen;
 	}
-	return nfsc_getattr(gw->nfs, cr, fh, a);
+	return nfsc_getattr(pr->nfs, cr, fh, a);
 }
 
 /* LOOKUP rel (components split by '/') from the export's root: the
  * handle and attributes of what it names. 0 or -errno. */
-static int walk(struct gw *gw, const struct nfsc_cred *cr, const char *rel,
+static int walk(struct gw_proc *pr, const struct nfsc_cred *cr, const char *rel,
 		struct nfsc_fh *fh, struct nfsc_attr *a)
 {
 	char *copy = strdup(rel), *name, *save = NULL;
-	struct nfsc_fh dir = *nfsc_root(gw->nfs);
+	struct nfsc_fh dir = *nfsc_root(pr->nfs);
 	bool has_attr = false;
 	int ret = 0;
 
@@ -93,19 +93,19 @@ static int walk(struct gw *gw, const struct nfsc_cred *cr, const char *rel,
 			ret = -EINVAL;
 			goto out;
 		}
-		ret = nfsc_lookup(gw->nfs, cr, &dir, name, fh, a, &has_attr);
+		ret = nfsc_lookup(pr->nfs, cr, &dir, name, fh, a, &has_attr);
 		if (ret)
 			goto out;
 		dir = *fh;
 	}
 	if (!has_attr)
-		ret = nfsc_getattr(gw->nfs, cr, fh, a);
+		ret = nfsc_getattr(pr->nfs, cr, fh, a);
 out:
 	free(copy);
 	return ret;
 }
 
-void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
+void gw_ctl_cached(struct gw_proc *pr, const struct nfsc_cred *cr,
 		   const char *rel, FILE *out)
 {
 	struct nfsc_attr a;
@@ -114,14 +114,14 @@ void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
 	bool complete;
 	int ret;
 
-	ret = walk_kept(gw, cr, rel, &fh, &a);
+	ret = walk_kept(pr, cr, rel, &fh, &a);
 	if (ret == -ENOENT || ret == -ESTALE)
-		ret = walk(gw, cr, rel, &fh, &a);
+		ret = walk(pr, cr, rel, &fh, &a);
 	if (ret) {
 		fprintf(out, "error: %s: %s\n", rel, strerror(-ret));
 		return;
 	}
-	ret = gw_cache_state(gw, &fh, &a, &cached, &complete);
+	ret = gw_cache_state(pr->gw, &fh, &a, &cached, &complete);
 	if (ret == -EINVAL)
 		fprintf(out, "error: %s: not a regular file\n", rel);
 	else if (ret)
@@ -131,12 +131,12 @@ void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
 			(unsigned long long)cached, complete ? 1 : 0);
 }
 
-void gw_ctl_drain(struct gw *gw, FILE *out)
+void gw_ctl_drain(struct gw_proc *pr, FILE *out)
 {
 	struct timespec tick = { .tv_nsec = 10 * 1000000 };
 	unsigned waited = 0;
 
-	if (!gw->cache) {
+	if (!pr->cache) {
 		fprintf(out, "error: no cache\n");
 		return;
 	}
@@ -144,7 +144,7 @@ void gw_ctl_drain(struct gw *gw, FILE *out)
 	 *    to the cache (fills_pending counts a fetch's fill before the
 	 *    fetch is published done, so none slips through);
 	 * 2. the cache's writes of them complete (cache_drain). */
-	while (__atomic_load_n(&gw->fills_pending, __ATOMIC_ACQUIRE)) {
+	while (gw_fills_pending(pr->gw)) {
 		if (waited >= GW_DRAIN_MAX_MS) {
 			fprintf(out, "error: fills still queued after %u s\n",
 				GW_DRAIN_MAX_MS / 1000);
@@ -153,6 +153,6 @@ void gw_ctl_drain(struct gw *gw, FILE *out)
 		nanosleep(&tick, NULL);
 		waited += 10;
 	}
-	cache_drain(gw->cache);
+	cache_drain(pr->cache);
 	fprintf(out, "ok\n");
 }

@@ -1,26 +1,90 @@
 /* daemon.h - the process around the request path (daemon/): start-up and
  * options, signals and the bounded stop, the control socket, the metrics
- * endpoint. Above gateway/ (whose gateway.h it includes); nothing below
- * includes this.
+ * endpoint, the takeover (takeover/). Above gateway/, whose gateway.h
+ * it includes: it holds the request path as an opaque struct gw, beside
+ * its own state (struct gw_proc); nothing below includes this.
  *
- * main.c:     command line, daemon start-up, session loop, teardown.
- * opts.c:     -o option parsing and validation (struct gw_opts: gw_i.h).
+ * main.c:     the command line; a takeover asked for, or a new mount;
+ *             supervised or not.
+ * background.c: the fork whose parent waits for the start-up verdict;
+ *             the detach once serving.
+ * serve.c:    one serving process: start-up, the session loop, the
+ *             handover or the stop, teardown.
+ * opts.c:     -o option parsing and validation (struct gw_opts:
+ *             gateway.h).
  * opts_table.c: every option's row (name, default, range, help) and
  *             --help printed from it.
  * drain.c:    signals (HUP, INT, TERM), detaching, the bounded stop.
- * ctl.c:      the control socket (cachegw-inspect) and the counters.
+ * ctl.c:      the control socket (cachegw-inspect).
+ * counters.c: every metric, as `stats` or for Prometheus.
  * ctl_warm.c: control commands for cachegw-inspect warm.
  * metrics.c:  the Prometheus HTTP endpoint (metrics=).
  * origin_root.c: the export's root handle kept for offline starts.
- * takeover.c: one connection served by one process after another: an
- *             upgrade in place, a successor's start (doc/takeover.md).
+ * pidfile.c:  pidfile=, followed across upgrades.
+ * takeover/:  one connection served by one process after another: an
+ *             upgrade in place, a successor's start (doc/takeover.md);
+ *             its own map and calls in takeover/takeover_i.h.
  * supervise.c: -o supervise: a supervisor that keeps the connection and
  *             starts a successor when the serving process dies.
  */
 #ifndef CACHEGW_DAEMON_H
 #define CACHEGW_DAEMON_H
 
+#include <pthread.h>
+
 #include "gateway.h"
+
+/* Control-socket threads: each takes the next client, so a slow command
+ * (`cached` waiting on the origin, `drain`) does not hold up `stats`. */
+#define GW_CTL_THREADS 16
+
+/* One serving process (serve.c makes it): what it opened and hands to
+ * the request path (struct gw, which uses them and closes none), and the
+ * state of the threads around it. */
+struct gw_proc {
+	struct gw_opts *o;		/* set at start */
+	struct gw *gw;			/* the request path; set at start */
+	struct nfsc *nfs;		/* set at start (NULL once closed);
+					 * thread-safe */
+	struct cache *cache;		/* set at start (NULL: no cache);
+					 * thread-safe */
+	struct nodes *nodes;		/* persistent node-id table; set at
+					 * start; thread-safe */
+	struct nodes_md *md;		/* kept metadata; set at start (NULL:
+					 * none); thread-safe */
+	struct fuse_session *se;	/* set at start */
+	bool successor;			/* serves a connection another process
+					 * made (gw_state.h); set at start */
+	bool fill_started;		/* main thread only */
+	/* the takeover (takeover/) */
+	int takeover_fd;		/* the successor's connection, once it
+					 * asked (atomic; -1: none) */
+	int handover_fuse_fd;		/* main thread: the connection, kept
+					 * for the successor */
+	int sup_fd;			/* to the supervisor (-1: none) */
+	int handover_phase;		/* whether the main thread (1) or the
+					 * drain thread (2, its commits
+					 * unfinished) hands over; atomic */
+	/* control socket: set by gw_ctl_start, used by the ctl threads,
+	 * torn down by gw_ctl_stop after joining them */
+	int ctl_fd;
+	int ctl_stop[2];
+	struct gw_ctl_thread {
+		struct gw_proc *pr;
+		pthread_t tid;
+		unsigned idx;		/* 0 also does the 5 s housekeeping */
+	} ctl_threads[GW_CTL_THREADS];
+	unsigned ctl_nthreads;		/* started */
+	char *ctl_path;
+	/* accept4() failures of the ctl threads, for gw_accept_failed's
+	 * rate-limited log line: atomic */
+	uint64_t ctl_accept_log, ctl_accept_errs;
+	/* metrics= endpoint: set by gw_metrics_start, used by its thread,
+	 * torn down by gw_metrics_stop after joining it */
+	int metrics_fd;
+	int metrics_stop[2];
+	pthread_t metrics_thread;
+};
 
 /* ---- opts.c ---- */
 /* 0, 1 (help or version printed: exit 0), -1 (a one-line reason on
@@ -84,59 +148,27 @@ void gw_opt_words(const char *words, const char *sep, const char *last,
  * Its lock is taken before the handle list's (handles.c), and never by a
  * FUSE request. */
 int gw_drain_block_signals(void);	/* before the first thread starts */
-int gw_drain_start(struct gw *gw);	/* then: start the signal thread */
+int gw_drain_start(struct gw_proc *pr);	/* then: start the signal thread */
 void gw_drain_mounted(void);		/* the mount is made */
 int gw_drain_serving(void);		/* on the loop's thread, before it */
 /* The session loop returned: the commits at exit are timed from now.
  * True if the gateway detached the mount itself; then the connection is
  * ended here, and fuse_session_unmount only closes it. */
-bool gw_drain_loop_ended(struct gw *gw);
+bool gw_drain_loop_ended(struct gw_proc *pr);
 void gw_drain_stop(int status);		/* the exit path is done */
-/* A takeover was asked for (takeover.c): stop the loop as a second
- * SIGTERM would, without detaching; -EBUSY unless serving. */
-int gw_drain_takeover(void);
+/* A takeover was asked for (takeover/takeover_ctl.c): stop the loop as a
+ * second SIGTERM would, without detaching; -EBUSY unless serving. When
+ * the commits after the loop take drain_timeout=, the drain thread calls
+ * late(pr) once: it hands the connection over without them, or returns
+ * if the main thread got past them meanwhile (then the commits at exit
+ * get drain_timeout= once more). */
+int gw_drain_takeover(void (*late)(struct gw_proc *pr));
 /* A successor's exit path: its session never mounted, so libfuse does not
  * unmount: detach the mount if it is still ours. */
 void gw_drain_detach_if_ours(void);
 
 
-/* ---- takeover.c: one connection, one process after another ---- */
-int gw_state_create(void);		/* the first process: a new memfd */
-int gw_state_open(int fd, char *err, size_t len);	/* a successor */
-int gw_state_fd(void);
-void gw_state_close(void);
-int gw_send_fds(int sock, const char *msg, const int *fds, int n);
-/* One message and up to *n descriptors (*n: how many came). */
-ssize_t gw_recv_fds(int sock, char *msg, size_t len, int *fds, int *n);
-bool gw_kernel_has_resend(void);	/* Linux >= 6.9 */
-/* Before the loop: the first process reads, keeps and serves the INIT;
- * a successor replays the kept one. */
-int gw_takeover_init(struct gw *gw, bool successor);
-/* FUSE_NOTIFY_RESEND: 0, or -errno (EINVAL: a kernel without it). */
-int gw_takeover_resend(struct gw *gw);
-void gw_takeover_serving(struct gw *gw, bool successor);
-/* ctl "takeover VERSION FORMAT MNT" (the old process). */
-void gw_ctl_takeover(struct gw *gw, int fd, const char *args, FILE *out);
-/* The loop ended for a takeover: commit, put libfuse's descriptor aside
- * (the successor's was kept when it asked). */
-void gw_takeover_handover_begin(struct gw *gw);
-/* Everything closed: send the descriptors. */
-int gw_takeover_handover_end(struct gw *gw);
-/* The drain thread, the commits of a handover not done in drain_timeout=:
- * send the descriptors now, the state saying the writers' data is not
- * committed (the successor commits it as after a crash; it waits for this
- * process to end: "fds wait"), and _exit. Returns only if the main thread
- * has got past the commits meanwhile (it hands over itself). */
-void gw_takeover_abandon(struct gw *gw);
-/* The new process: a live gateway's control socket for cache_dir (fd), or
- * -errno (none answers). */
-int gw_takeover_probe(const char *cache_dir);
-/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
- * the state, or -errno with a line in err. */
-int gw_takeover_request(int fd, const char *mnt, int fds[2], char *err,
-			size_t len);
-
-
+/* ---- pidfile.c ---- */
 /* pidfile=: this process's pid, written atomically; removed at exit
  * unless a successor has written its own (after a handover: left to the
  * new process). */
@@ -148,9 +180,21 @@ void gw_pidfile_remove(const struct gw_opts *o);
 /* Runs the gateway in a child and starts a successor when it dies; fds:
  * the connection and state to serve (-1: a new mount). The exit status. */
 int gw_supervise(struct gw_opts *o, const int fds[2], int notify_fd);
-/* main.c: one serving process. fds as above; sup_fd: to the supervisor
- * (-1: none); notify_fd: the start-up verdict's pipe (-1: none). */
-int gw_run(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+
+
+/* ---- serve.c ---- */
+/* One serving process. fds as above; sup_fd: to the supervisor (-1:
+ * none); notify_fd: the start-up verdict's pipe (-1: none). The exit
+ * status. */
+int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+
+
+/* ---- background.c ---- */
+/* Fork; the parent waits for the child's verdict (*notify_fd, the pipe's
+ * end the child keeps) and exits with it. 0 in the child, or -errno. */
+int gw_daemon_fork(int *notify_fd);
+/* Tell the parent (once; nothing if *notify_fd is -1). */
+void gw_daemon_notify(int *notify_fd, unsigned char status);
 /* Standard streams to /dev/null, the log to its file or syslog. */
 void gw_daemon_detach(const struct gw_opts *o);
 
@@ -166,8 +210,8 @@ int gw_origin_root_save(const char *cache_dir, const char *server,
 
 
 /* ---- ctl.c ---- */
-int gw_ctl_start(struct gw *gw, const char *dir);
-void gw_ctl_stop(struct gw *gw);
+int gw_ctl_start(struct gw_proc *pr, const char *dir);
+void gw_ctl_stop(struct gw_proc *pr);
 /* accept4() on a listening socket failed with err. For the errors that
  * leave the connection pending (EMFILE, ENFILE, ENOMEM, ...: poll() would
  * wake again at once), log at most once per GW_ACCEPT_LOG_S per endpoint
@@ -178,25 +222,28 @@ void gw_ctl_stop(struct gw *gw);
 #define GW_ACCEPT_LOG_S 10
 int gw_accept_failed(const char *what, int err, uint64_t *last_log,
 		     uint64_t *count);
+
+
+/* ---- counters.c ---- */
 /* Every metric, as `stats` (prometheus false) or in the Prometheus text
  * exposition format (with the histograms): for both endpoints. */
-void gw_metrics_print(struct gw *gw, FILE *out, bool prometheus);
+void gw_metrics_print(struct gw_proc *pr, FILE *out, bool prometheus);
 
 
 /* ---- ctl_warm.c: control commands for cachegw-inspect warm ---- */
 /* "mountpoint", "cached REL-PATH", "drain": reply to out; cr: the
  * client's credentials (its LOOKUPs go to the origin as them). */
-void gw_ctl_mountpoint(struct gw *gw, FILE *out);
-void gw_ctl_cached(struct gw *gw, const struct nfsc_cred *cr,
+void gw_ctl_mountpoint(struct gw_proc *pr, FILE *out);
+void gw_ctl_cached(struct gw_proc *pr, const struct nfsc_cred *cr,
 		   const char *rel, FILE *out);
-void gw_ctl_drain(struct gw *gw, FILE *out);
+void gw_ctl_drain(struct gw_proc *pr, FILE *out);
 
 
 /* ---- metrics.c: GET /metrics over HTTP, on its own thread ---- */
 /* Bind o->metrics_addr and start serving; 0 at once if metrics= is unset.
  * -errno (nothing started) if the address cannot be bound. */
-int gw_metrics_start(struct gw *gw);
-void gw_metrics_stop(struct gw *gw);
+int gw_metrics_start(struct gw_proc *pr);
+void gw_metrics_stop(struct gw_proc *pr);
 /* "127.0.0.1:9100" or "[::1]:9100", for messages. */
 void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len);
 

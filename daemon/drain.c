@@ -22,10 +22,11 @@
  *                       that, or at a third signal, the gateway logs what
  *                       it gives up and exits 1.
  *
- * A takeover (takeover.c) stops the session as step 2 does, without
- * detaching; when its commits take drain_timeout= seconds, the connection
- * goes to the new process without them (gw_takeover_abandon), which
- * commits them as after a crash: nothing is given up, nothing detached. 
+ * A takeover (takeover/) stops the session as step 2 does, without
+ * detaching; when its commits take drain_timeout= seconds, the call it
+ * gave (gw_drain_takeover) hands the connection to the new process
+ * without them, which commits them as after a crash: nothing is given up,
+ * nothing detached.
  *
  * Before the mount, TERM and INT do what they do by default (a start-up
  * hung on an unreachable origin is interrupted, nothing is to be saved);
@@ -66,7 +67,7 @@ enum drain_phase {
 
 static struct {
 	pthread_mutex_t lock;
-	struct gw *gw;			/* set at start */
+	struct gw_proc *pr;			/* set at start */
 	pthread_t thread;		/* set at start */
 	pthread_t main_thread;		/* set at start: runs the loop */
 	bool started;			/* main thread only */
@@ -78,8 +79,9 @@ static struct {
 	int signals;			/* lock: TERM/INT received */
 	bool mounted;			/* lock: STARTING, mount made */
 	int pending;			/* lock: STARTING, signal kept */
-	bool handover_late;		/* lock: a handover's commits took
-					 * drain_timeout= (takeover.c) */
+	/* lock: a takeover's call, for commits that take drain_timeout= */
+	void (*late)(struct gw_proc *pr);
+	bool handover_late;		/* lock: late was called */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake_noop(int sig)
@@ -128,14 +130,14 @@ static bool mount_is_ours(void)
 	bool ours;
 
 	return dr.have_dev &&
-	       !gw_mount_at(dr.gw->o->mountpoint_real, &maj, &min, &ours) &&
+	       !gw_mount_at(dr.pr->o->mountpoint_real, &maj, &min, &ours) &&
 	       ours && maj == dr.dev_major && min == dr.dev_minor;
 }
 
 /* umount -l, or fusermount3 -u -z when not root. */
 static int detach_mount(void)
 {
-	const char *mnt = dr.gw->o->mountpoint_real;
+	const char *mnt = dr.pr->o->mountpoint_real;
 	char *argv[] = { "fusermount3", "-u", "-z", "-q", "--", (char *)mnt,
 			 NULL };
 	posix_spawnattr_t attr;
@@ -179,7 +181,7 @@ static void stop_session_locked(void)
 {
 	GW_ASSERT_HELD(&dr.lock);
 	dr.phase = DRAIN_STOPPING;
-	fuse_session_exit(dr.gw->se);
+	fuse_session_exit(dr.pr->se);
 	pthread_kill(dr.main_thread, WAKE_SIGNAL);
 }
 
@@ -190,14 +192,14 @@ static void give_up(const char *why)
 	       "has not committed may be lost (%zu more files and directories "
 	       "not released)", why, gw_handles_count());
 	if (!dr.detached && mount_is_ours())
-		umount2(dr.gw->o->mountpoint_real, MNT_DETACH | UMOUNT_NOFOLLOW);
+		umount2(dr.pr->o->mountpoint_real, MNT_DETACH | UMOUNT_NOFOLLOW);
 	fflush(stderr);
 	_exit(EXIT_FAILURE);
 }
 
 static void on_term_locked(int sig)
 {
-	unsigned t = dr.gw->o->drain_timeout;
+	unsigned t = dr.pr->o->drain_timeout;
 	size_t open;
 	int ret;
 
@@ -237,13 +239,13 @@ static void on_term_locked(int sig)
 			       "and directories are served until closed (at "
 			       "most %u s, drain_timeout=); a second %s stops "
 			       "them now", signame(sig),
-			       dr.gw->o->mountpoint_real, open, t,
+			       dr.pr->o->mountpoint_real, open, t,
 			       signame(sig));
 			return;
 		}
 		if (ret) {
 			gw_log("%s: cannot detach %s (%s); stopping now",
-			       signame(sig), dr.gw->o->mountpoint_real,
+			       signame(sig), dr.pr->o->mountpoint_real,
 			       strerror(-ret));
 			stop_session_locked();
 			return;
@@ -254,14 +256,14 @@ static void on_term_locked(int sig)
 		if (!open) {
 			gw_log("%s: unmounted %s; nothing open: committing "
 			       "and exiting", signame(sig),
-			       dr.gw->o->mountpoint_real);
+			       dr.pr->o->mountpoint_real);
 			return;
 		}
 		gw_log("%s: unmounted %s (lazily); %zu open files and "
 		       "directories are served until closed (at most %u s, "
 		       "drain_timeout=), then written data is committed and "
 		       "the gateway exits; a second %s stops them now",
-		       signame(sig), dr.gw->o->mountpoint_real, open, t,
+		       signame(sig), dr.pr->o->mountpoint_real, open, t,
 		       signame(sig));
 		return;
 	case DRAIN_DETACHED:
@@ -365,19 +367,20 @@ static void *drain_thread(void *arg)
 			gw_log("stop: %zu files and directories still open "
 			       "after %u s (drain_timeout=): stopping them "
 			       "(ENOTCONN) and committing what was written",
-			       gw_handles_count(), dr.gw->o->drain_timeout);
+			       gw_handles_count(), dr.pr->o->drain_timeout);
 			stop_session_locked();
 		} else if (dr.phase == DRAIN_COMMITTING &&
 			   passed(&dr.deadline) && !dr.handover_late &&
-			   __atomic_load_n(&dr.gw->takeover_fd,
-					   __ATOMIC_ACQUIRE) >= 0) {
+			   dr.late) {
 			/* A handover: its successor takes what is not
-			 * committed (it returns only if the main thread is
+			 * committed (late returns only if the main thread is
 			 * past the commits: then once more the time). */
+			void (*late)(struct gw_proc *pr) = dr.late;
+
 			dr.handover_late = true;
-			deadline_in(&dr.deadline, dr.gw->o->drain_timeout);
+			deadline_in(&dr.deadline, dr.pr->o->drain_timeout);
 			pthread_mutex_unlock(&dr.lock);
-			gw_takeover_abandon(dr.gw);
+			late(dr.pr);
 			pthread_mutex_lock(&dr.lock);
 		} else if (dr.phase == DRAIN_COMMITTING &&
 			   passed(&dr.deadline)) {
@@ -385,7 +388,7 @@ static void *drain_thread(void *arg)
 
 			snprintf(why, sizeof(why), "the origin has not "
 				 "completed the commits in %u s "
-				 "(drain_timeout=)", dr.gw->o->drain_timeout);
+				 "(drain_timeout=)", dr.pr->o->drain_timeout);
 			pthread_mutex_unlock(&dr.lock);
 			give_up(why);
 		}
@@ -394,11 +397,11 @@ static void *drain_thread(void *arg)
 	return NULL;
 }
 
-int gw_drain_start(struct gw *gw)
+int gw_drain_start(struct gw_proc *pr)
 {
 	int ret;
 
-	dr.gw = gw;
+	dr.pr = pr;
 	dr.phase = DRAIN_STARTING;
 	ret = pthread_create(&dr.thread, NULL, drain_thread, NULL);
 	if (ret)
@@ -423,13 +426,13 @@ int gw_drain_serving(void)
 		return -ESRCH;
 	pthread_mutex_lock(&dr.lock);
 	dr.main_thread = pthread_self();
-	if (!gw_mount_at(dr.gw->o->mountpoint_real, &dr.dev_major,
+	if (!gw_mount_at(dr.pr->o->mountpoint_real, &dr.dev_major,
 		      &dr.dev_minor, &ours) && ours)
 		dr.have_dev = true;
 	else
 		gw_log("cannot find the mount of %s in /proc/self/mountinfo: "
 		       "SIGTERM will stop without detaching it first",
-		       dr.gw->o->mountpoint_real);
+		       dr.pr->o->mountpoint_real);
 	dr.phase = DRAIN_SERVING;
 	if (dr.pending)
 		on_term_locked(dr.pending);
@@ -440,7 +443,7 @@ int gw_drain_serving(void)
 	return -pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
 }
 
-bool gw_drain_loop_ended(struct gw *gw)
+bool gw_drain_loop_ended(struct gw_proc *pr)
 {
 	sigset_t wake;
 	bool detached;
@@ -452,7 +455,7 @@ bool gw_drain_loop_ended(struct gw *gw)
 	detached = dr.detached;
 	if (dr.started && dr.phase != DRAIN_DONE) {
 		dr.phase = DRAIN_COMMITTING;
-		deadline_in(&dr.deadline, gw->o->drain_timeout);
+		deadline_in(&dr.deadline, pr->o->drain_timeout);
 		pthread_kill(dr.thread, WAKE_SIGNAL);	/* new timeout */
 	}
 	pthread_mutex_unlock(&dr.lock);
@@ -467,7 +470,7 @@ bool gw_drain_loop_ended(struct gw *gw)
 
 		if (pipe2(p, O_CLOEXEC) == 0) {
 			close(p[0]);
-			dup2(p[1], fuse_session_fd(gw->se));
+			dup2(p[1], fuse_session_fd(pr->se));
 			close(p[1]);
 		}
 	}
@@ -489,12 +492,13 @@ void gw_drain_stop(int status)
 	dr.started = false;
 }
 
-int gw_drain_takeover(void)
+int gw_drain_takeover(void (*late)(struct gw_proc *pr))
 {
 	int ret = -EBUSY;
 
 	pthread_mutex_lock(&dr.lock);
 	if (dr.started && dr.phase == DRAIN_SERVING) {
+		dr.late = late;
 		stop_session_locked();
 		ret = 0;
 	}
@@ -504,6 +508,6 @@ int gw_drain_takeover(void)
 
 void gw_drain_detach_if_ours(void)
 {
-	if (dr.gw && !dr.detached && mount_is_ours())
+	if (dr.pr && !dr.detached && mount_is_ours())
 		detach_mount();
 }

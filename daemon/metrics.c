@@ -82,7 +82,7 @@ static void reply_err(struct mconn *c, const char *status, const char *extra,
 }
 
 /* The request head in c->req is whole: make the reply. */
-static void answer(struct gw *gw, struct mconn *c)
+static void answer(struct gw_proc *pr, struct mconn *c)
 {
 	char *method, *target, *save, *body = NULL;
 	size_t len = 0;
@@ -112,7 +112,7 @@ static void answer(struct gw *gw, struct mconn *c)
 		reply_err(c, "500 Internal Server Error", NULL, head);
 		return;
 	}
-	gw_metrics_print(gw, out, true);
+	gw_metrics_print(pr, out, true);
 	if (fclose(out) != 0)
 		reply_err(c, "500 Internal Server Error", NULL, head);
 	else
@@ -131,7 +131,7 @@ static void conn_close(struct mconn *c)
 /* Read what the client sent, answer once the head is whole, send what
  * the socket takes. Returns false when the connection is done (closed
  * by the caller). */
-static bool conn_step(struct gw *gw, struct mconn *c)
+static bool conn_step(struct gw_proc *pr, struct mconn *c)
 {
 	while (!c->out) {
 		ssize_t n = recv(c->fd, c->req + c->got,
@@ -144,7 +144,7 @@ static bool conn_step(struct gw *gw, struct mconn *c)
 		c->got += (size_t)n;
 		c->req[c->got] = 0;
 		if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
-			answer(gw, c);
+			answer(pr, c);
 		else if (c->got == sizeof(c->req) - 1)
 			reply_err(c, "431 Request Header Fields Too Large",
 				  NULL, false);
@@ -181,7 +181,7 @@ static struct mconn *conn_slot(struct mconn *cs)
 
 static void *metrics_thread(void *arg)
 {
-	struct gw *gw = arg;
+	struct gw_proc *pr = arg;
 	struct mconn *cs = calloc(GW_METRICS_CONNS, sizeof(*cs));
 	struct pollfd p[GW_METRICS_CONNS + 2];
 	struct mconn *pc[GW_METRICS_CONNS];
@@ -215,14 +215,14 @@ static void *metrics_thread(void *arg)
 				.events = c->out ? POLLOUT : POLLIN };
 		}
 		stop_i = np;
-		p[np++] = (struct pollfd){ .fd = gw->metrics_stop[0],
+		p[np++] = (struct pollfd){ .fd = pr->metrics_stop[0],
 					   .events = POLLIN };
 		/* While accept pauses (out of fds), the pending client would
 		 * wake poll() at once: the listening socket waits. */
 		listen_i = -1;
 		if (now >= pause_until) {
 			listen_i = (int)np;
-			p[np++] = (struct pollfd){ .fd = gw->metrics_fd,
+			p[np++] = (struct pollfd){ .fd = pr->metrics_fd,
 						   .events = POLLIN };
 		} else if (pause_until < next) {
 			next = pause_until;
@@ -241,11 +241,11 @@ static void *metrics_thread(void *arg)
 		if (p[stop_i].revents)
 			break;
 		for (unsigned i = 0; i < stop_i; i++)
-			if (p[i].revents && !conn_step(gw, pc[i]))
+			if (p[i].revents && !conn_step(pr, pc[i]))
 				conn_close(pc[i]);
 		if (listen_i >= 0 && p[listen_i].revents) {
 			struct mconn *c;
-			int fd = accept4(gw->metrics_fd, NULL, NULL,
+			int fd = accept4(pr->metrics_fd, NULL, NULL,
 					 SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 			if (fd < 0) {
@@ -265,7 +265,7 @@ static void *metrics_thread(void *arg)
 			c->deadline = gw_now_ns() +
 				(uint64_t)GW_METRICS_DEADLINE_MS * 1000000;
 			/* The request is usually there already. */
-			if (!conn_step(gw, c))
+			if (!conn_step(pr, c))
 				conn_close(c);
 		}
 	}
@@ -293,30 +293,30 @@ void gw_metrics_describe(const struct gw_opts *o, char *buf, size_t len)
 	}
 }
 
-int gw_metrics_start(struct gw *gw)
+int gw_metrics_start(struct gw_proc *pr)
 {
-	const struct gw_opts *o = gw->o;
+	const struct gw_opts *o = pr->o;
 	int one = 1, ret;
 
-	gw->metrics_fd = -1;
+	pr->metrics_fd = -1;
 	if (!o->metrics_len)
 		return 0;
-	gw->metrics_fd = socket(o->metrics_addr.ss_family,
+	pr->metrics_fd = socket(o->metrics_addr.ss_family,
 				SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (gw->metrics_fd < 0)
+	if (pr->metrics_fd < 0)
 		return -errno;
 	/* A restart must not wait out the last scrape's TIME_WAIT. */
-	setsockopt(gw->metrics_fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	setsockopt(pr->metrics_fd, SOL_SOCKET, SO_REUSEADDR, &one,
 		   sizeof(one));
-	if (bind(gw->metrics_fd, (const struct sockaddr *)&o->metrics_addr,
-		 o->metrics_len) < 0 || listen(gw->metrics_fd, 16) < 0)
+	if (bind(pr->metrics_fd, (const struct sockaddr *)&o->metrics_addr,
+		 o->metrics_len) < 0 || listen(pr->metrics_fd, 16) < 0)
 		goto out_errno;
-	if (pipe2(gw->metrics_stop, O_CLOEXEC) < 0)
+	if (pipe2(pr->metrics_stop, O_CLOEXEC) < 0)
 		goto out_errno;
-	ret = pthread_create(&gw->metrics_thread, NULL, metrics_thread, gw);
+	ret = pthread_create(&pr->metrics_thread, NULL, metrics_thread, pr);
 	if (ret) {
-		close(gw->metrics_stop[0]);
-		close(gw->metrics_stop[1]);
+		close(pr->metrics_stop[0]);
+		close(pr->metrics_stop[1]);
 		errno = ret;
 		goto out_errno;
 	}
@@ -324,20 +324,20 @@ int gw_metrics_start(struct gw *gw)
 
 out_errno:
 	ret = -errno;
-	close(gw->metrics_fd);
-	gw->metrics_fd = -1;
+	close(pr->metrics_fd);
+	pr->metrics_fd = -1;
 	return ret;
 }
 
-void gw_metrics_stop(struct gw *gw)
+void gw_metrics_stop(struct gw_proc *pr)
 {
-	if (gw->metrics_fd < 0)
+	if (pr->metrics_fd < 0)
 		return;
-	if (write(gw->metrics_stop[1], "x", 1) != 1)
+	if (write(pr->metrics_stop[1], "x", 1) != 1)
 		gw_log("metrics: stop: %s", strerror(errno));
-	pthread_join(gw->metrics_thread, NULL);
-	close(gw->metrics_stop[0]);
-	close(gw->metrics_stop[1]);
-	close(gw->metrics_fd);
-	gw->metrics_fd = -1;
+	pthread_join(pr->metrics_thread, NULL);
+	close(pr->metrics_stop[0]);
+	close(pr->metrics_stop[1]);
+	close(pr->metrics_fd);
+	pr->metrics_fd = -1;
 }

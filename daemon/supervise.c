@@ -7,7 +7,7 @@
  * state (gw_state.h) back over a socketpair. The supervisor's copies keep
  * the connection alive (the kernel ends it when its last descriptor
  * closes); when the serving process dies of a signal (kill -9, abort,
- * the OOM killer) it forks a successor on them (gw_run with the
+ * the OOM killer) it forks a successor on them (gw_serve with the
  * descriptors), which replays INIT, adopts the open files, owes COMMITs
  * of what the dead one wrote and asks the kernel to resend what it had
  * read but not answered (FUSE_NOTIFY_RESEND; without it those requests
@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "takeover_i.h"
 #include "gw_state.h"
 
 #define CRASH_WINDOW_S 60
@@ -101,7 +102,7 @@ static pid_t spawn(struct gw_opts *o, const int fds[2], int *sup,
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (!o->foreground && notify_fd >= 0)
 			gw_log_keep_early();	/* its own, until it detaches */
-		_exit(gw_run(o, mine, sp[1], notify_fd));
+		_exit(gw_serve(o, mine, sp[1], notify_fd));
 	}
 	close(sp[1]);
 	*sup = sp[0];

@@ -1,10 +1,10 @@
 /* gw_i.h - the request path (gateway/): the only layer that knows FUSE.
  * It is rooms by job, each a folder behind one sectioned header that is its
  * whole interface; this one is the base they all stand on (gateway/base/):
- * the inode, and what every room uses. The process around the request
- * path (daemon/) sees only ../gateway.h (struct gw, the options, what
- * starts and stops it), which this header includes; gateway/ never
- * includes daemon/'s headers (test 52).
+ * struct gw, the inode, and what every room uses. The process around the
+ * request path (daemon/) sees only ../gateway.h (the options, struct gw
+ * as an opaque handle, what starts, stops and counts it), which this
+ * header includes; gateway/ never includes daemon/'s headers (test 52).
  *
  * The rooms, from the top down. A room's files include the headers of
  * the rooms below it that they use, never one above (test 52):
@@ -77,8 +77,156 @@
 
 struct cache;
 struct gw;
+struct gw_fetch;
+struct gw_inode;
+struct gw_owed;
+struct gw_reclaim;
+struct gw_silly_tab;
 struct cache_obj;
 struct nodes;
+struct nodes_md;
+
+/* ---- the gateway: what its fields hold (the process holds it opaque:
+ * gateway.h; start.c makes it) ---- */
+
+/* A latency histogram (hist.c; atomic; common/lathist.h). */
+struct gw_hist {
+	struct lat_hist h;
+};
+
+/* ---- handlekey.c: what cache_dir/handle-key says ---- */
+#define GW_HANDLE_KEY_LEN 16
+/* What cache_dir/handle-key says: the generation rule of each node-id. */
+struct gw_handle_key {
+	uint8_t key[GW_HANDLE_KEY_LEN];	/* node-ids from cutover on:
+					 * gw_handle_gen under it */
+	uint64_t cutover;
+	uint64_t old_seed;		/* [old_cutover, cutover): XXH3-64
+					 * seeded with it (older files) */
+	uint64_t old_cutover;		/* below: the table's generation */
+};
+
+/* ---- inode.c: the inode table (inode/inode_i.h: its calls) ---- */
+struct gw_itable {
+	pthread_mutex_t lock;		/* "the itable lock" */
+	struct gw_inode **by_id;	/* buckets, lock */
+	struct gw_inode **by_fh;	/* buckets, lock */
+	size_t nbuckets;		/* power of two, lock */
+	size_t count;			/* inodes in the table, lock */
+	struct gw_inode *root;		/* set at start, never freed */
+	/* What the rooms above the inodes hang on one (its fetches, its
+	 * uncommitted extents), let go before it is freed: start.c's,
+	 * set at start; NULL until then (nothing hangs on the root). */
+	void (*evict)(struct gw *gw, struct gw_inode *ino);
+};
+
+struct gw {
+	struct gw_opts *o;		/* set at start */
+	struct nfsc *nfs;		/* set at start; thread-safe */
+	struct cache *cache;		/* set at start (NULL: no cache);
+					 * thread-safe */
+	struct nodes *nodes;	/* persistent node-id table; set at
+					 * start; thread-safe */
+	struct fleet *fleet;		/* fleet=: where node-ids come from
+					 * (NULL: the table makes them); set
+					 * at start; thread-safe */
+	uint32_t generation;		/* the node-id table's generation:
+					 * node-ids below hkey.old_cutover
+					 * keep it; set at start */
+	struct gw_handle_key hkey;	/* the other node-ids' generations
+					 * (handlekey.c); set at start */
+	int readahead_set;		/* kernel readahead raised (atomic) */
+	struct fuse_session *se;	/* set at start */
+	bool successor;			/* serves a connection another process
+					 * made (gw_state.h): node-ids the
+					 * kernel holds are adopted on first
+					 * use; set at start */
+	bool handing_over;		/* the loop ended for a takeover:
+					 * handles are freed, not released
+					 * (gw_handover_freeze); main thread
+					 * only */
+	struct gw_itable it;		/* its own lock */
+	struct gw_reclaim *reclaim;	/* reclaim.c; set at start */
+	struct nodes_md *md;		/* kept_md.c: kept metadata; set at
+					 * start (NULL: none); thread-safe */
+	uint64_t md_epoch;		/* start (CLOCK_REALTIME ns, gw_new):
+					 * only what was kept before is
+					 * used; set at start */
+	uint64_t md_restored_attrs;	/* new inodes given kept attributes
+					 * (atomic) */
+	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
+	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
+					 * (atomic) */
+	uint64_t md_kept_listings;	/* opendirs listed from what was kept
+					 * (atomic) */
+	uint64_t fill_queue_skipped;	/* fill_behind=skip: fetches not
+					 * queued for the cache (atomic) */
+	uint64_t fill_queue_skipped_bytes;	/* atomic */
+	uint64_t offline_answers;	/* answers from what is held while the
+					 * origin is lost (atomic) */
+	pthread_mutex_t fs_lock;	/* offline.c: the last FSSTAT */
+	bool fs_known;			/* fs_lock */
+	struct nfsc_fsstat fs_last;	/* fs_lock */
+	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
+					 * the answer of one in flight
+					 * (atomic) */
+	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
+	uint64_t fetches;		/* fetches alive (atomic) */
+	/* fill thread (fill_thread.c) */
+	pthread_mutex_t fill_lock;
+	pthread_cond_t fill_cond;	/* with fill_lock: queue or stop */
+	struct gw_fetch *fill_head, *fill_tail;	/* fill_lock */
+	bool fill_stop;				/* fill_lock */
+	pthread_t fill_thread;			/* main thread only */
+	uint64_t fill_queued_bytes;		/* atomic */
+	uint64_t fills_pending;			/* atomic: fetches whose fill is
+						 * decided and not yet handed to
+						 * the cache; counted before
+						 * the fetch is published done,
+						 * so a reader that saw its
+						 * data also sees it (drain) */
+	uint64_t readahead_throttled;		/* atomic */
+	uint64_t readahead_bytes;		/* atomic: fetched ahead of a
+						 * sequential reader */
+	uint64_t kernel_cache_drops;		/* atomic: opens without
+						 * keep_cache after an earlier
+						 * open, and invalidations */
+	/* write window */
+	pthread_mutex_t win_lock;
+	pthread_cond_t win_cond;	/* with win_lock: room in the window */
+	uint64_t win_used;		/* bytes of WRITE in flight, win_lock */
+	uint64_t win_waits;		/* writers that waited, win_lock */
+	uint64_t win_wait_ns;		/* and how long, in all, win_lock */
+	uint64_t win_used_max;		/* high-water mark of win_used, win_lock */
+	unsigned win_writes;		/* FUSE WRITEs holding room now, win_lock */
+	unsigned win_writes_max;	/* and their high-water mark, win_lock */
+	uint64_t writepage_writes;	/* WRITEs of the kernel's dirty pages
+					 * (writeback, mmap) (atomic) */
+	uint64_t write_spliced;		/* WRITEs whose bytes came through a
+					 * pipe (splice): copied once (atomic) */
+	uint64_t writepage_errors;	/* of them, refused by the origin:
+					 * the error kept for the next flush
+					 * or fsync (atomic) */
+	int dirty_limits_set;		/* bdi dirty limits raised (atomic) */
+	uint64_t resends;		/* extents resent after a verifier
+					 * change (atomic) */
+	uint64_t wcc_foreign;		/* WRITEs whose pre-op attributes
+					 * showed someone else's change
+					 * (atomic) */
+	struct gw_silly_tab *silly;	/* hidden names (silly.c), set at
+					 * start */
+	/* latencies, recorded where the reads happen */
+	struct gw_hist origin_read_lat;	/* each origin READ of a fetch */
+	struct gw_hist cache_read_lat;	/* each cache_read that hit */
+	uint64_t exit_commit_errors;	/* COMMITs failed at exit (atomic) */
+	/* COMMITs owed after a crash (write_commit.c) */
+	pthread_mutex_t owed_lock;	/* before ino->lock (lock order 1c) */
+	struct gw_owed *owed;		/* set at start; entries owed_lock */
+	size_t nowed;			/* set at start */
+	size_t owed_left, owed_lost;	/* owed_lock */
+	pthread_t owed_thread;		/* main thread only */
+	bool owed_started;		/* main thread only */
+};
 
 /* ---- bdi.c: the mount as the kernel sees it ---- */
 /* Raise the mount's read_ahead_kb to readahead= (at the first open). */
@@ -114,8 +262,6 @@ struct gw_access {
 };
 
 struct gw_extent;
-struct gw_fetch;
-struct gw_owed;
 
 struct gw_inode {
 	uint64_t nodeid;		/* FUSE node-id, never reused; const */

@@ -20,10 +20,3 @@ void gw_hist_record(struct gw_hist *h, uint64_t start_ns)
 
 	lat_hist_add(&h->h, now > start_ns ? now - start_ns : 0);
 }
-
-void gw_hist_print(const struct gw_hist *h, const char *name,
-		   const char *help, FILE *out)
-{
-	fprintf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-	lat_hist_print_series(&h->h, name, NULL, out);
-}

@@ -129,6 +129,11 @@ int gw_fleet_start(struct gw *gw, const char *version)
 	return 0;
 }
 
+struct fleet *gw_fleet(struct gw *gw)
+{
+	return gw->fleet;
+}
+
 void gw_fleet_stop(struct gw *gw)
 {
 	fleet_close(gw->fleet);

@@ -19,6 +19,7 @@
 
 /* kept_md.c: attributes and ACCESS answers kept across a restart. */
 struct gw_access;
+uint64_t gw_md_now_ns(void);	/* CLOCK_REALTIME: a record's time */
 /* A new inode, not yet shared: what was kept of its node-id. */
 void gw_md_attach(struct gw *gw, struct gw_inode *ino);
 /* An inode about to be freed: keep its attributes as last known (its
@@ -186,6 +187,9 @@ int gw_handle_adopt(struct gw_handle *h,
 struct gw_hrec *gw_handle_rec(const struct gw_handle *h);
 /* After the last gw_handle_adopt: the slots between free again. */
 int gw_handles_adopted(void);
+/* Handing over (start.c's gw_handover_freeze): releases from now on
+ * leave the records alone, for the successor. */
+void gw_handles_freeze_records(void);
 /* fn on every listed handle (no request may run: a handle released
  * meanwhile would be used after its free); how many. */
 size_t gw_handles_each(struct gw *gw,

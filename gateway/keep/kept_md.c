@@ -255,7 +255,7 @@ void gw_md_keep_inode(struct gw *gw, struct gw_inode *ino)
 	double age;
 
 	GW_ASSERT_NOT_HELD(&ino->lock);
-	/* The root's too (main.c attaches them at start). */
+	/* The root's too (start.c attaches them at start). */
 	if (!gw->md)
 		return;
 	pthread_mutex_lock(&ino->lock);

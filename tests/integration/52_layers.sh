@@ -1,5 +1,5 @@
 #!/bin/bash
-# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/, fleet/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, fleet_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
+# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/, fleet/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, fleet_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header; daemon/takeover/ (the takeover's files) includes daemon.h and what daemon/ may, and the rest of daemon/ reaches it through takeover_i.h alone. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/ and daemon/takeover/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,8 +26,8 @@ run_checks() { # TOP
 	local t=$1 r=0 common below="" room lower
 	common="config.h $(cd "$t/common" && ls -- *.h | tr '\n' ' ')"
 	lower="$common nfsc.h cache.h nodes.h fleet.h"
-	check "$t/common" config.h || r=1
 	check "$t/fleet" $common || r=1
+	check "$t/common" config.h || r=1
 	check "$t/nfsclient" $common || r=1
 	check "$t/cache" $common || r=1
 	check "$t/nodes" $common || r=1
@@ -40,7 +40,8 @@ run_checks() { # TOP
 	  "$(for room in $rooms; do echo "${room%%:*}"; done | sort | tr '\n' ' ')" ] ||
 		{ echo "gateway/: a folder that is not a room of the list" >&2; r=1; }
 	check "$t/gateway" $lower $below || r=1
-	check "$t/daemon" $lower gateway.h gw_state.h || r=1
+	check "$t/daemon" $lower gateway.h gw_state.h takeover_i.h || r=1
+	check "$t/daemon/takeover" $lower gateway.h gw_state.h daemon.h || r=1
 	return $r
 }
 run_checks "$top" || bad "a layer includes a header it should not"
@@ -65,6 +66,7 @@ doctor gateway/base/bdi.c gw_i.h daemon.h "gateway/ including daemon.h"
 doctor gateway/read/fill_thread.c read_i.h cache_i.h "gateway/ including cache_i.h"
 doctor daemon/metrics.c daemon.h gw_i.h "daemon/ including gw_i.h"
 doctor daemon/metrics.c daemon.h read_i.h "daemon/ including a room's header"
+doctor daemon/takeover/takeover_fds.c takeover_i.h gw_i.h "daemon/takeover/ including gw_i.h"
 doctor gateway/inode/inode.c inode_i.h ops_i.h "a room including a room above it"
 doctor gateway/ops/ops.c ops_i.h groups.h "a room including another room's private file"
 

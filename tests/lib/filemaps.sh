@@ -23,6 +23,7 @@ maps=(
 	"gateway/ops ops_i.h"
 	"gateway/handover handover_i.h"
 	"daemon daemon.h"
+	"daemon/takeover takeover_i.h"
 )
 
 # map_names HEADER: the names of the header's map (its opening comment, up

@@ -4,7 +4,9 @@
  *            verify, evict) and stats.
  * ctl.c:     the client side of a live gateway's control socket.
  * warm.c:    warm: read files through the mount into the cache; the
- *            command line, the files' list, what the gateway caches.
+ *            command line, the mount and the PATHs, the dry run.
+ * warm_files.c: warm's list of files, and what the gateway caches of
+ *            each.
  * warm_walk.c: warm's walk of the directories given.
  * warm_read.c: warm's readers and its report.
  * top.c:     top: rates from the gateway's counters, once a second.
@@ -37,7 +39,7 @@ bool ctl_stat(const char *stats, const char *name, uint64_t *v);
 int cmd_warm(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
-/* ---- warm.c: what warm knows of the mount and each file ---- */
+/* ---- warm: what it knows of the mount and each file ---- */
 #define WARM_JOBS_MAX 64
 /* Directories listed and files asked about at once: the gateway serves
  * 16 control clients at a time. */
@@ -73,12 +75,16 @@ struct warm {
 	size_t readers_left;
 };
 
+/* ---- warm_files.c ---- */
 /* Add path (absolute, under the mount) to the list; w->out_lock held
  * where threads may add at once. 0 or -ENOMEM. */
 int warm_add_file(struct warm *w, const char *path);
 /* Ask the gateway what it caches of f. 0, or -1 (f->failed, told). */
 int warm_ask_cached(struct warm *w, struct wfile *f, uint64_t *cached,
 		    bool *complete);
+/* Each file's f->before and f->complete, WARM_META_JOBS questions at
+ * once; a file that cannot be asked about is failed (told). */
+void warm_ask_all(struct warm *w);
 
 /* ---- warm_walk.c ---- */
 /* Walk the directory at path (resolved, below the mount). 0 or -errno. */

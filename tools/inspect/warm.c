@@ -20,10 +20,10 @@
  * The tool reads only through the mount and asks only through the control
  * socket: it knows nothing of the gateway's insides.
  *
- * This file: the command line, the mount and the PATHs (1.), the files'
- * list, asking the gateway what it caches of each, the dry run.
- * warm_walk.c walks the directories (2.), warm_read.c reads and reports
- * (3.-4.).
+ * This file: the command line, the mount and the PATHs (1.), the dry
+ * run. warm_walk.c walks the directories (2.), warm_files.c keeps the
+ * files' list and asks the gateway about them, warm_read.c reads and
+ * reports (3.-4.).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,104 +38,10 @@
 
 #include "inspect_i.h"
 
-int warm_add_file(struct warm *w, const char *path)
-{
-	struct wfile *f;
-
-	/* The control protocol is one line per command. */
-	if (strchr(path, '\n')) {
-		fprintf(stderr, "%s: skipping a name with a newline: %s\n",
-			prog, path);
-		return 0;
-	}
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 256;
-		struct wfile *nf = realloc(w->f, cap * sizeof(*nf));
-
-		if (!nf)
-			return -ENOMEM;
-		w->f = nf;
-		w->cap = cap;
-	}
-	f = &w->f[w->n];
-	memset(f, 0, sizeof(*f));
-	f->path = strdup(path);
-	if (!f->path)
-		return -ENOMEM;
-	f->rel = f->path[w->mntlen] ? f->path + w->mntlen + 1 : "";
-	w->n++;
-	return 0;
-}
-
 static int cmp_files(const void *a, const void *b)
 {
 	return strcmp(((const struct wfile *)a)->path,
 		      ((const struct wfile *)b)->path);
-}
-
-/* Ask the gateway what it caches of f. 0, or -1 (f->failed, told). */
-int warm_ask_cached(struct warm *w, struct wfile *f, uint64_t *cached,
-		    bool *complete)
-{
-	unsigned long long size, got;
-	char *cmd, *reply;
-	int done, ret;
-
-	if (asprintf(&cmd, "cached %s", f->rel) < 0)
-		return -1;
-	ret = ctl_ask(w->dir, cmd, &reply);
-	free(cmd);
-	if (ret) {
-		ctl_perror(w->dir, ret);
-		return -1;
-	}
-	if (sscanf(reply, "file %llu %llu %d", &size, &got, &done) != 3) {
-		reply[strcspn(reply, "\n")] = 0;
-		fprintf(stderr, "%s: %s: %s\n", prog, f->path, reply);
-		free(reply);
-		return -1;
-	}
-	free(reply);
-	f->size = size;
-	*cached = got;
-	*complete = done != 0;
-	return 0;
-}
-
-/* Ask about every file, WARM_META_JOBS at once. */
-static void *asker(void *arg)
-{
-	struct warm *w = arg;
-
-	for (;;) {
-		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-		struct wfile *f;
-
-		if (i >= w->n)
-			break;
-		f = &w->f[i];
-		if (warm_ask_cached(w, f, &f->before, &f->complete)) {
-			f->failed = true;
-			__atomic_fetch_add(&w->failed, 1, __ATOMIC_RELAXED);
-		}
-	}
-	return NULL;
-}
-
-static void ask_all(struct warm *w)
-{
-	pthread_t t[WARM_META_JOBS];
-	unsigned n = 0, i;
-
-	w->next = 0;
-	for (i = 0; i < WARM_META_JOBS && i < w->n; i++)
-		if (pthread_create(&t[n], NULL, asker, w) == 0)
-			n++;
-	if (!n)
-		asker(w);
-	for (i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	w->next = 0;
 }
 
 static int usage_warm(const char *msg)
@@ -248,7 +154,7 @@ int cmd_warm(int argc, char **argv)
 		free(rp);
 	}
 	qsort(w.f, w.n, sizeof(*w.f), cmp_files);
-	ask_all(&w);
+	warm_ask_all(&w);
 	for (k = 0; k < w.n; k++) {
 		struct wfile *f = &w.f[k];
 

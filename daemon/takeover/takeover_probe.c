@@ -1,0 +1,169 @@
+/* takeover_probe.c - the new process: a live gateway's control socket in
+ * cache_dir found; the origin reached first (else the old one serves on);
+ * the old one asked for its connection, and waited for when it hands over
+ * with the cache still held (its commits unfinished). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "takeover_i.h"
+#include "gw_state.h"
+
+int gw_takeover_probe(const char *cache_dir)
+{
+	struct sockaddr_un sa;
+	int fd, dirfd, ret;
+
+	/* A long cache_dir: through /proc/self/fd, as the socket was made
+	 * (ctl.c) and as cachegw-inspect reaches it. */
+	ret = cache_ctl_sockaddr(cache_dir, &sa, &dirfd);
+	if (ret < 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		ret = -errno;
+	else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		close(fd);
+	} else
+		ret = fd;
+	if (dirfd >= 0)
+		close(dirfd);
+	return ret;
+}
+
+/* Until process pid has ended (its descriptors closed), at most 60 s. */
+static void wait_gone(int pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+		while (poll(&p, 1, 60000) < 0 && errno == EINTR)
+			;
+		close(pfd);
+		return;
+	}
+	for (int i = 0; i < 6000 && kill(pid, 0) == 0; i++)
+		usleep(10000);
+}
+
+/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
+ * the state, or -errno with a line in err. */
+static int request(int fd, const char *mnt, int fds[2], char *err,
+		   size_t len)
+{
+	char line[512], msg[16];
+	size_t got = 0;
+	ssize_t n;
+	int nfds = 2, pid;
+	FILE *f;
+
+	f = fdopen(dup(fd), "w");
+	if (!f || fprintf(f, "takeover %u %u %s\n", GW_STATE_VERSION,
+			  CACHE_FORMAT_VERSION, mnt) < 0 || fflush(f)) {
+		if (f)
+			fclose(f);
+		snprintf(err, len, "cannot ask the serving gateway: %s",
+			 strerror(errno));
+		return -EIO;
+	}
+	fclose(f);
+	/* Its answer, one line, byte by byte: what follows it comes with
+	 * the descriptors. */
+	while (got < sizeof(line) - 1) {
+		n = read(fd, line + got, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (line[got++] == '\n')
+			break;
+	}
+	line[got] = 0;
+	line[strcspn(line, "\n")] = 0;
+	if (strncmp(line, "ok ", 3)) {
+		snprintf(err, len, "the serving gateway %s",
+			 got ? line : "did not answer the takeover request "
+			 "(an older version?)");
+		return -EPERM;
+	}
+	n = gw_recv_fds(fd, msg, sizeof(msg), fds, &nfds);
+	if (n <= 0 || nfds != 2 ||
+	    (strcmp(msg, "fds\n") && strcmp(msg, "fds wait\n"))) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		snprintf(err, len, "the serving gateway (pid %s) stopped "
+			 "without handing the connection over (see its log)",
+			 line + 3);
+		return -EIO;
+	}
+	pid = atoi(line + 3);
+	/* Handed over with its commits unfinished (gw_takeover_abandon):
+	 * it still holds the cache, until it is gone. */
+	if (!strcmp(msg, "fds wait\n"))
+		wait_gone(pid);
+	return pid;
+}
+
+/* An upgrade in place: this process must reach the origin before the
+ * serving gateway is asked to stop. One that could not would serve the
+ * clients no better than the old one does (hard: they wait; offline=:
+ * answers from the cache) and could not commit what the old one hands
+ * over. One connection, closed again; the successor makes its own. */
+static int origin_check(const struct gw_opts *o, char *err, size_t len)
+{
+	struct nfsc_opts no = {
+		.nconnect = 1,
+		.rsize = o->rsize,
+		.wsize = o->wsize,
+		.timeo = o->timeo,
+		.retrans = o->retrans,
+		.soft = o->soft,
+	};
+	struct nfsc *n;
+	int ret = nfsc_open(o->source, &no, &n, err, len);
+
+	if (!ret)
+		nfsc_close(n);
+	return ret;
+}
+
+int gw_takeover_ask(struct gw_opts *o, int fds[2])
+{
+	char err[1024];		/* request's: its answer's line and more */
+	int pid, live;
+
+	/* 1. The origin first, with nothing asked yet: the control
+	 *    thread would not wait for us (ctl.c: 2 s). */
+	if (origin_check(o, err, sizeof(err))) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on the "
+			"same cache_dir, which serves on: not taking over, this "
+			"process cannot reach the origin (%s); run the command "
+			"again once it answers\n", o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	/* 2. Ask. */
+	live = gw_takeover_probe(o->cache_dir);
+	if (live < 0)
+		return 0;
+	pid = request(live, o->mountpoint_real, fds, err, sizeof(err));
+	close(live);
+	if (pid < 0) {
+		fprintf(stderr, "cachegw: %s is served by a live cachegw on "
+			"the same cache_dir, which did not hand over: %s\n",
+			o->mountpoint_real, err);
+		return EXIT_FAILURE;
+	}
+	gw_log("took over %s from pid %d", o->mountpoint_real, pid);
+	return 0;
+}
