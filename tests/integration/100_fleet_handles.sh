@@ -5,7 +5,7 @@ set -uo pipefail
 H=$(dirname "$0")/../lib/handles.py
 
 ndirs=20
-per=${CACHEGW_TEST_FLEET_PER_DIR:-100}
+per=${CACHEGW_TEST_FLEET_PER_DIR:-60}
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
 "$PY" - "$data" "$ndirs" "$per" <<-'PY'
