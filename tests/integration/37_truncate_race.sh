@@ -96,7 +96,7 @@ for gw in nosupervise supervise; do
 	for round in 1 2; do
 		for mode in direct buffered; do
 			f=trunc.$gw.$mode
-			out=$(timeout 60 "$PY" "$work/race.py" "$mnt/$f" "$mode" 2.5 2>&1)
+			out=$(timeout 60 "$PY" "$work/race.py" "$mnt/$f" "$mode" 2 2>&1)
 			rc=$?
 			echo "  $gw, round $round, $mode: $(printf '%s\n' "$out" | tail -n 1)" >&2
 			[ $rc -eq 0 ] || bad "$gw, round $round, $mode readers: $(printf '%s\n' "$out" | head -n 3)"
