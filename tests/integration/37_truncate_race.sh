@@ -3,6 +3,11 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 PY=$(command -v python3) || { echo "SKIP: no python3" >&2; exit 77; }
+# With writeback the kernel owns the size and takes a short read for a
+# hole: a reader racing a truncate reads zeros (cachegw(8) writeback).
+case ",${CACHEGW_TEST_GW_OPTS:-}," in
+*,writeback,*) echo "SKIP: not with writeback (readers racing a truncate read zeros there)" >&2; exit 77 ;;
+esac
 
 data=$(harness_tmpdir origin-data)
 "$PY" -c 'import sys; sys.stdout.buffer.write(b"%07d\n" % 1 * 65536)' \
