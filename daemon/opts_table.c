@@ -108,7 +108,7 @@ const struct gw_opt_row gw_opt_table[] = {
 	/* Neither word given: -1 in the field (an int), and gw_opts_parse
 	 * decides by -f. */
 	FLAGW("supervise", supervise, UINT32_MAX, "nosupervise",
-	      "nosupervise",
+	      "supervise; nosupervise with -f",
 	      "a supervising process keeps the FUSE connection and starts a "
 	      "successor when the serving one dies (needs Linux >= 6.9), or "
 	      "none"),

@@ -82,6 +82,8 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		mask = (fi->flags & O_ACCMODE) == O_RDONLY ? R_OK :
 		       (fi->flags & O_ACCMODE) == O_WRONLY ? W_OK :
 							     R_OK | W_OK;
+		if (fi->flags & O_TRUNC)	/* gw_open truncates */
+			mask |= W_OK;
 		gen = gw_inode_attr_gen(ino);
 		ret = gw_access_check(gw, ino, &f->cred, mask, &a, &fresh);
 		if (ret && (fresh || ret != -EACCES))
@@ -246,15 +248,33 @@ void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	/* 7. Close-to-open: the open found another version than the one the
+	/* 7. O_TRUNC: ours to do (FUSE_CAP_ATOMIC_O_TRUNC, gw_init; the
+	 *    kernel passes the flag only on a connection that has it). The
+	 *    kernel then sets its size to 0 when the OPEN is answered. With
+	 *    a SETATTR instead it marks the size unstable meanwhile, and a
+	 *    read of its page cache that we answer after the origin was cut
+	 *    is zero-filled and kept under the old size: a reader that had
+	 *    the file open saw zeros (test 37). */
+	if (fi->flags & O_TRUNC) {
+		ret = gw_file_truncate(gw, ino, &gw_file_of(fi)->cred);
+		if (ret) {
+			gw_file_release(gw, ino, gw_file_of(fi));
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	/* 8. Close-to-open: the open found another version than the one the
 	 *    kernel's pages hold; its size may be as old (the OPEN reply
 	 *    carries no attributes, and the kernel trusts its own for
 	 *    acregmin). Make it ask again, so that a read past its old end
 	 *    of file sees the new one. Before the reply: after it, the
 	 *    opener's first read can come before the notification (seen in
 	 *    test 50, 1 run in 5). Attributes only (offset -1): no page and
-	 *    no inode lock is touched, so it cannot wait for this open. */
-	inval = gw_file_of(fi)->inval_attr;
+	 *    no inode lock is touched, so it cannot wait for this open.
+	 *    Not for O_TRUNC: the kernel sets the size itself, and the
+	 *    notification would make it keep (under the old size) what a
+	 *    read sent before it gets short from the truncated file. */
+	inval = gw_file_of(fi)->inval_attr && !(fi->flags & O_TRUNC);
 	if (inval)
 		fuse_lowlevel_notify_inval_inode(gw->se, nodeid, -1, 0);
 	if (fuse_reply_open(req, fi) == -ENOENT)

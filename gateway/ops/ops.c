@@ -134,11 +134,14 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
-	/* libfuse turns atomic O_TRUNC on by default: the kernel then
-	 * passes O_TRUNC to open() and does not truncate itself. gw_open
-	 * does not truncate, so let the kernel send SETATTR(size=0), which
-	 * gw_setattr handles (flushing pending writes first). */
-	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Atomic O_TRUNC: the kernel passes O_TRUNC to OPEN and gw_open
+	 * truncates (gw_file_truncate). With a SETATTR(size=0) instead, the
+	 * kernel marks the size unstable until it is answered: a read of
+	 * its page cache answered short meanwhile (the origin already cut)
+	 * is zero-filled under the old size, and a reader that had the
+	 * file open gets zeros. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	/* Readdir does not pre-populate only the names we return. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* writeback: the kernel keeps written pages dirty in its page cache

@@ -7,7 +7,7 @@
  * ops_ns.c:  operations that make a name: mkdir, mknod, symlink,
  *            create, link.
  * ops_remove.c: unlink, rmdir, rename.
- * ops_setattr.c: setattr, access.
+ * ops_setattr.c: setattr, access, the truncate of an open(O_TRUNC).
  * listing.c: directories (snapshots, readdir(plus)).
  * open.c:    files: open, release, flush, fsync, fallocate.
  */
@@ -95,6 +95,11 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		int to_set, struct fuse_file_info *fi);
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
+/* open(O_TRUNC) on a connection with FUSE_CAP_ATOMIC_O_TRUNC: the file
+ * truncated at the origin as cr, as gw_setattr would (uncommitted writes
+ * committed first; the inode and the cache follow). 0 or -errno. */
+int gw_file_truncate(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr);
 
 
 #endif

@@ -1,6 +1,6 @@
 /* ops_setattr.c - FUSE operations on a file's attributes: setattr
- * (chmod, chown, truncate, utimes: one SETATTR of the origin), and
- * access(2).
+ * (chmod, chown, truncate, utimes: one SETATTR of the origin), the
+ * truncate of an open(O_TRUNC) (open.c), and access(2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +45,43 @@ static bool kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
 	       (mode & (S_ISUID | S_ISGID)) &&
 	       (sa->mode | S_ISUID | S_ISGID) == (mode | S_ISUID | S_ISGID) &&
 	       sa->mode != mode;
+}
+
+/* The origin answered a SETATTR of ours with attributes a: the inode and
+ * its cache object follow (our own change: the cache is not dropped); a
+ * size set makes the fetches from before stale. */
+static void setattr_done(struct gw *gw, struct gw_inode *ino,
+			 const struct nfsc_attr *a, bool size_set)
+{
+	gw_inode_set_attr(ino, a);
+	if (size_set) {
+		pthread_mutex_lock(&ino->lock);
+		ino->wgen++;	/* fetches from before are stale */
+		pthread_mutex_unlock(&ino->lock);
+		gw_inode_drop_fetch(ino);
+	}
+	gw_cache_own_change(gw, ino, a, size_set);
+}
+
+int gw_file_truncate(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr)
+{
+	/* As the kernel's SETATTR for O_TRUNC asks: size 0, mtime now. */
+	struct nfsc_sattr sa = { .set_size = true, .size = 0,
+				 .mtime_how = NFSC_TIME_SERVER };
+	struct nfsc_post post;
+	int ret;
+
+	/* Uncommitted writes first, as for any truncate (gw_setattr). */
+	ret = gw_write_flush(gw, ino, NULL, false);
+	if (!ret)
+		ret = nfsc_setattr(gw->nfs, cr, &ino->fh, &sa, &post);
+	if (!ret && !post.has_attr)
+		ret = nfsc_getattr(gw->nfs, cr, &ino->fh, &post.attr);
+	if (ret)
+		return ret;
+	setattr_done(gw, ino, &post.attr, true);
+	return 0;
 }
 
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
@@ -170,15 +207,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	gw_inode_set_attr(ino, &post.attr);
-	if (sa.set_size) {
-		pthread_mutex_lock(&ino->lock);
-		ino->wgen++;	/* fetches from before are stale */
-		pthread_mutex_unlock(&ino->lock);
-		gw_inode_drop_fetch(ino);
-	}
-	/* Our own change: the cache follows it instead of being dropped. */
-	gw_cache_own_change(gw, ino, &post.attr, sa.set_size);
+	setattr_done(gw, ino, &post.attr, sa.set_size);
 	gw_attr_to_stat(&post.attr, nodeid, &out);
 	if (gw_silly_has(ino) && out.st_nlink > 0)
 		out.st_nlink--;	/* its hidden name is not one of its names */

@@ -273,8 +273,8 @@ fi
 harness_register_mount "$MNT"
 is_mounted "$MNT" || { bad "nothing mounted at $MNT"; cat "$glog" >&2 2>/dev/null; exit 1; }
 [ "$(findmnt -n -o FSTYPE -M "$MNT")" = fuse.cachegw ] || bad "$MNT is $(findmnt -n -o FSTYPE -M "$MNT"), not fuse.cachegw"
-# Supervised (the fstab line says so): the supervisor, and the serving
-# process its child.
+# Supervised (the default in the background; the fstab line says so
+# too): the supervisor, and the serving process its child.
 gw=$(pkg_pids)
 [ "$(echo "$gw" | wc -w)" = 2 ] || bad "want two packaged gateway processes (a supervisor and the serving one), found: '$gw'"
 for p in $gw; do

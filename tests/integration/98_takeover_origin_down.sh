@@ -1,5 +1,5 @@
 #!/bin/bash
-# The mount outlives the process while the origin is away: with the origin unreachable (the proxy in front of it stopped; the origin itself keeps its write verifier, as across a network outage), running the start command again (an upgrade in place) is refused with one line naming the origin, exit 1, and the old process serves on; with supervise, SIGKILLs of the serving process (seven on one mount, more than the supervisor's burst of five) leave the mount in place: a hard mount's successor waits for the origin (a reader gets the origin's bytes once it is back), an offline= mount's successors answer from the cache (a file held open across the crashes and a file kept from an earlier run read byte for byte; a file changed through the dead process is not given the attributes kept from before); what writers wrote before the crashes and had not fsync'ed is COMMITted once the origin is back (their fsync returns 0, the bytes are at the origin); and a handover whose COMMIT hangs past drain_timeout= hands the connection over without it (the new process commits: the writer's fsync returns 0, nothing detached); a gateway started with -f serves itself, unsupervised.
+# The mount outlives the process while the origin is away: with the origin unreachable (the proxy in front of it stopped; the origin itself keeps its write verifier, as across a network outage), running the start command again (an upgrade in place) is refused with one line naming the origin, exit 1, and the old process serves on; a gateway started as a daemon is supervised by default; with supervise, SIGKILLs of the serving process (seven on one mount, more than the supervisor's burst of five) leave the mount in place: a hard mount's successor waits for the origin (a reader gets the origin's bytes once it is back), an offline= mount's successors answer from the cache (a file held open across the crashes and a file kept from an earlier run read byte for byte; a file changed through the dead process is not given the attributes kept from before); what writers wrote before the crashes and had not fsync'ed is COMMITted once the origin is back (their fsync returns 0, the bytes are at the origin); and a handover whose COMMIT hangs past drain_timeout= hands the connection over without it (the new process commits: the writer's fsync returns 0, nothing detached); a gateway started with -f serves itself, unsupervised.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 if ! python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
@@ -49,7 +49,7 @@ writer_said() {
 }
 
 # ---- the mounts: A hard, supervised (-f); B offline=, a daemon
-step "mount A (hard, supervise) and B (offline=2, supervise, a daemon)"
+step "mount A (hard, supervise) and B (offline=2, a daemon: supervised by default)"
 mntA=$(harness_tmpdir mnt-a)
 cA=$(harness_tmpdir cache-a)
 optsA="cache_dir=$cA,supervise,logfile=$work/a.log"
@@ -59,7 +59,7 @@ logA=$GW_LOG
 gw_register_serving "$cA"
 mntB=$(harness_tmpdir mnt-b)
 cB=$(harness_tmpdir cache-b)
-optsB="cache_dir=$cB,offline=2,supervise,logfile=$work/b.log"
+optsB="cache_dir=$cB,offline=2,logfile=$work/b.log"
 harness_register_mount "$mntB"
 startB() { "$CACHEGW" "$URL" "$mntB" -o "$optsB" </dev/null 2>>"$work/b.err"; }
 startB || { bad "B did not start: $(cat "$work/b.err")"; exit 1; }

@@ -23,6 +23,10 @@ would send them. Calls pass unchanged; so does every reply not chosen.
                   whose file system is not mounted yet), except a GETATTR
                   of a file id that F lists (one a line: e.g. the root's,
                   for an origin that lost a file system below the root).
+  --hold-file F   while F exists, the reply to a SETATTR that sets a size
+                  (a truncate the origin has made) is held until F is
+                  removed; F.held is created when one is held. Other
+                  replies pass meanwhile.
 Prints "ready" once listening.
 """
 import argparse
@@ -31,6 +35,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nfsrpc import (NFS_PROG, NFS_V3, pad4, recv_record,  # noqa: E402
@@ -198,10 +203,31 @@ def count(proc):
         os.replace(tmp, args.count_file)
 
 
+def sets_size(rec):
+    """A SETATTR call sets the size: its sattr3 after the file handle
+    (mode, uid, gid: set_it and value each; then size's set_it)."""
+    _, _, _, off = call_args(rec)
+    fhlen = u32(rec, off)
+    pos = off + 4 + pad4(fhlen)
+    for _ in range(3):
+        pos += 8 if u32(rec, pos) else 4
+    return u32(rec, pos) == 1
+
+
+def hold(client, rec, send_lock):
+    """Send rec once args.hold_file is gone."""
+    open(args.hold_file + ".held", "w").close()
+    while os.path.exists(args.hold_file):
+        time.sleep(0.02)
+    with send_lock:
+        send_record(client, rec)
+
+
 def serve(client):
     up = socket.create_connection(("127.0.0.1", args.upstream))
     procs = {}
     lock = threading.Lock()
+    send_lock = threading.Lock()
 
     def calls():
         try:
@@ -209,6 +235,8 @@ def serve(client):
                 rec = recv_record(client)
                 prog, vers, proc, _ = call_args(rec)
                 if (prog, vers) == (NFS_PROG, NFS_V3):
+                    if proc == 2 and args.hold_file and sets_size(rec):
+                        proc = "held"
                     with lock:
                         procs[rec[:4]] = proc
                 send_record(up, rec)
@@ -226,11 +254,18 @@ def serve(client):
             rec = recv_record(up)
             with lock:
                 proc = procs.pop(rec[:4], None)
+            if proc == "held":
+                proc = 2
+                if os.path.exists(args.hold_file):
+                    threading.Thread(target=hold, daemon=True,
+                                     args=(client, rec, send_lock)).start()
+                    continue
             if proc is not None:
                 rec = rewrite(proc, rec)
                 if args.count_file:
                     count(proc)
-            send_record(client, rec)
+            with send_lock:
+                send_record(client, rec)
     except (EOFError, OSError):
         pass
     client.close()
@@ -253,6 +288,7 @@ def main():
     p.add_argument("--size-file")
     p.add_argument("--count-file")
     p.add_argument("--stale-file")
+    p.add_argument("--hold-file")
     args = p.parse_args()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

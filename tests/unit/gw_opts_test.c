@@ -85,8 +85,9 @@ int main(void)
 	CHECK_EQ(o.bcull, CACHE_BCULL_DEFAULT);
 	CHECK_EQ(o.bstop, CACHE_BSTOP_DEFAULT);
 	CHECK(!o.cache_writes_around && !o.fill_skip);
-	/* Supervised only when told to, daemon or not. */
-	CHECK_EQ(o.supervise, 0);
+	/* A daemon is supervised unless told not to; in the foreground
+	 * only when told to. */
+	CHECK_EQ(o.supervise, 1);
 	gw_opts_free(&o);
 	CHECK_EQ(parse_fg("cache_dir=/c", true, &o), 0);
 	CHECK_EQ(o.supervise, 0);
