@@ -97,6 +97,10 @@ int fleet_connect_locked(struct fleet *f)
 	}
 	ret = fleet_setup_locked(f, err, sizeof(err));
 	if (ret) {
+		if (f->broken)
+			f->log("fleet store: %s; new names and node-ids this "
+			       "gateway never saw fail with EIO from now on",
+			       err);
 		if (!f->pg)
 			goto away;	/* lost during the set-up */
 		keep_why(f, err);
@@ -257,6 +261,7 @@ const char *fleet_call_name(enum fleet_call c)
 		[FLEET_CALL_RESOLVE] = "resolve",
 		[FLEET_CALL_PARENT] = "parent",
 		[FLEET_CALL_HEARTBEAT] = "heartbeat",
+		[FLEET_CALL_MEMBERS] = "members",
 	};
 
 	return (unsigned)c < FLEET_NCALLS ? names[c] : NULL;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -161,6 +161,19 @@ cmp -s "$work/hA" "$work/hC" || bad "C's handles differ from A's"
 unmount_gateway "$mntC" "$pidC" "$logC" || bad "unmount C (log: $logC)"
 out=$(stat -c %s "$mntD/newdir/x" 2>&1) || bad "soft D once the store is back: $out"
 unmount_gateway "$mntD" "$pidD" "$logD" || bad "unmount D (log: $logD)"
+
+# The store replaced by an empty one (lost, restored from another): A's
+# node-ids are not its; A never asks it again (a new name: EIO at once,
+# even hard, never another file's node-id), says why, and every handle
+# it knew still opens.
+store_wipe store || { echo "FAIL: the store did not start empty" >&2; exit 1; }
+echo "made after the store was replaced" >"$data/after-wipe"
+out=$(timeout 60 stat -c %s "$mntA/after-wipe" 2>&1) && bad "A named a file from a replaced store: $out"
+case $out in *"Input/output error"*) ;; *) bad "a new name on A after the store was replaced: '$out' (want EIO)" ;; esac
+grep -q "not the one this cache_dir's node-ids belong to" "$logA" || bad "A did not say why it stopped asking the replaced store"
+drop_caches
+out=$("$PY" "$H" check "$work/hA" "$mntA" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "A's own handles after the store was replaced: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 
