@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; a file rewritten or made and fsynced through A reads the same through B; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -73,6 +73,18 @@ cmp -s "$work/hA" "$work/hB" || bad "A and B give different handles for the same
 # parent chain (open_by_handle_at of a directory reconnects it).
 echo a/b/c >"$work/dir"
 "$PY" "$H" take "$work/dir" "$work/hdir" "$mntA" || bad "handle of a directory on A"
+
+# Written and fsynced through A (a file B has cached, and a new one):
+# read through B, it is what was written (close-to-open on each gateway).
+cat "$mntB/d00/f0000" >/dev/null
+head -c 300000 /dev/urandom >"$work/w1"
+"$PY" -c 'import os, sys
+for dst in sys.argv[2:]:
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, open(sys.argv[1], "rb").read()); os.fsync(fd); os.close(fd)' \
+	"$work/w1" "$mntA/d00/f0000" "$mntA/d00/written-on-a" || bad "writing through A"
+cmp -s "$work/w1" "$mntB/d00/f0000" || bad "a file rewritten and fsynced through A reads otherwise through B"
+cmp -s "$work/w1" "$mntB/d00/written-on-a" || bad "a file made and fsynced through A reads otherwise through B"
 
 # The fleet as an operator sees it: both members, the store connected.
 out=$(cache_inspect fleet --cache-dir "$cA" 2>&1)
