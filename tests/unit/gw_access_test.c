@@ -128,21 +128,6 @@ static int check(struct gw *gw, struct gw_inode *ino, uint32_t uid, int mask)
 	return gw_access_check(gw, ino, &c, mask, NULL, NULL);
 }
 
-/* A port nobody listens on (the lost origin's). */
-static uint16_t closed_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	CHECK(fd >= 0);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 int main(void)
 {
 	const char *d = t_tmpdir();
@@ -308,7 +293,7 @@ int main(void)
 	 * answer was for another version; 1007 was never answered:
 	 * EHOSTDOWN, however open the mode bits. */
 	{
-		struct fake gone = { .port = closed_port() };
+		struct fake gone = { .port = fake_closed_port() };
 		struct nfsc_opts lo = { .nconnect = 1, .offline = 30,
 					.known_root = &f.root,
 					.known_where = "127.0.0.1:/export" };
