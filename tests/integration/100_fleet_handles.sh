@@ -137,7 +137,16 @@ cat "$mntB/new-file" >"$work/new-out" 2>"$work/new-err" &
 catpid=$!
 sleep 2
 pid_alive "$catpid" || bad "a new name with the store away did not wait (hard): $(cat "$work/new-err")"
+# Soft D keeps asking while the store starts (each failed try puts the
+# next one off): once the store answers, D's next call reaches it, not an
+# EIO because a retry was not yet due.
+mkdir "$data/pester"
+touch "$data/newdir/z" "$data/pester/"{1..300}
+(for i in {1..300}; do stat "$mntD/pester/$i" >/dev/null 2>&1; sleep 0.05; done) &
+pester=$!
 store_start store || { echo "FAIL: the store did not start again" >&2; exit 1; }
+kill "$pester"; wait "$pester" 2>/dev/null
+out=$(stat -c %s "$mntD/newdir/z" 2>&1) || bad "soft D's first call once the store answers again: $out"
 wait "$catpid" || bad "reading a new name after the store came back: $(cat "$work/new-err")"
 cmp -s "$work/new-out" "$data/new-file" || bad "the new file's bytes after the store came back"
 for l in "fleet store lost" "fleet store back"; do
