@@ -424,6 +424,7 @@ out_itable:
 	if (pr.fill_started)
 		gw_fill_stop(pr.gw);
 	gw_itable_free(pr.gw);
+	gw_listings_free();
 	gw_silly_stop(pr.gw);
 out_nfs:
 	gw_fleet_stop(pr.gw);
