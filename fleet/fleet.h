@@ -119,7 +119,9 @@ uint64_t fleet_export_id(const struct fleet *f);
 /* Node-ids of n names, in one round trip (two when another gateway named
  * one of them at the same moment: then both get its one node-id). ids[i]
  * for names[i]; each mapping is committed in the store before this
- * returns. !wait: a store that is away is not waited for (-EAGAIN at
+ * returns. Calls that wait, of a few names (a CREATE's, a LOOKUP's), made
+ * while another is in flight go to the store together in the next round
+ * trip (group commit: one statement and one commit for all of them). !wait: a store that is away is not waited for (-EAGAIN at
  * once). 0, -EIO (soft, the store away past the timeout), -EINVAL (a
  * handle of 0 or more than FLEET_HANDLE_MAX bytes), -ENOMEM. */
 int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,

@@ -7,12 +7,15 @@
  *   schema.c  what a (re)connect sets up: the schema (created on first
  *             use, versioned), the export's row and key, this member's
  *             row; the heartbeat thread; open and close
- *   ids.c     the calls: assign (batched), resolve, set_parent, members
+ *   ids.c     the calls: assign (batched; concurrent small ones grouped
+ *             into one round trip), resolve, set_parent, members
  *   keep.c    the cache_dir's fleet file
  *
  * Lock: f->lock guards the connection and everything the calls change
  * (one call at a time per gateway). Nothing else is taken under it; it is
- * released while a call sleeps before retrying.
+ * released while a call sleeps before retrying. f->group_lock guards the
+ * group commit's queue (ids.c); it is never held with f->lock (a leader
+ * drops it before it sends).
  */
 #ifndef CACHEGW_FLEET_I_H
 #define CACHEGW_FLEET_I_H
@@ -59,6 +62,14 @@ struct fleet {
 	pthread_t hb;
 	pthread_cond_t hb_cond;		/* lock */
 	bool hb_started, stop;		/* lock */
+
+	/* Group commit (ids.c): names that wait for the store, queued
+	 * while an assign is in flight and sent together in the next. */
+	pthread_mutex_t group_lock;
+	pthread_cond_t group_cond;	/* group_lock; a group was answered */
+	struct fleet_group_req *group_head;	/* group_lock; queued */
+	struct fleet_group_req **group_tail;	/* group_lock */
+	bool group_busy;		/* group_lock; a leader is sending */
 
 	uint64_t losses;		/* atomic */
 	uint64_t names_assigned;	/* atomic */

@@ -88,17 +88,15 @@ out:
 	return err;
 }
 
-int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
-		 uint64_t *ids, bool wait)
+/* Node-ids for names: as many round trips as BATCH and concurrent
+ * inserts make it. A name left without one (ids[i] 0) is the caller's to
+ * report; the return is a call's error. */
+static int assign_rounds(struct fleet *f, const struct fleet_name *names,
+			 size_t n, uint64_t *ids, bool wait)
 {
 	size_t *idx, i, m, done;
 	int ret = 0, round;
 
-	for (i = 0; i < n; i++) {
-		if (!names[i].hlen || names[i].hlen > FLEET_HANDLE_MAX)
-			return -EINVAL;
-		ids[i] = 0;
-	}
 	idx = malloc((n ? n : 1) * sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
@@ -117,16 +115,135 @@ int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
 		if (ret)
 			break;
 	}
-	if (!ret)
-		for (i = 0; i < n; i++)
-			if (!ids[i]) {
-				f->log("fleet store: no node-id for a name "
-				       "after 3 tries");
-				ret = -EIO;
-				break;
-			}
 	free(idx);
 	return ret;
+}
+
+/* 0 when every name of ids[0..n-1] has its node-id, else -EIO (logged). */
+static int all_named(struct fleet *f, const uint64_t *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!ids[i]) {
+			f->log("fleet store: no node-id for a name after 3 "
+			       "tries");
+			return -EIO;
+		}
+	return 0;
+}
+
+/* Group commit. Every new name found by LOOKUP or made by CREATE, MKDIR,
+ * ... waits for one assign: a statement and its commit, which waits for
+ * the store's WAL flush. One gateway sends one call at a time (f->lock),
+ * so concurrent creates would pay one flush each, one after the other.
+ * Instead, a caller that finds an assign in flight queues its names; when
+ * that one is answered, the first caller queued becomes the leader and
+ * sends everything queued in one statement: one round trip and one
+ * commit for the group. Each caller still returns only after the
+ * statement that named its handles committed (a handle never reaches the
+ * kernel before it is durable in the store), and the statement is the
+ * same INSERT ... ON CONFLICT, so two gateways naming one file at the
+ * same moment still agree on its node-id; the same handle asked twice in
+ * one group gets one node-id (DISTINCT ON in assign_sql). */
+struct fleet_group_req {
+	const struct fleet_name *names;
+	size_t n;
+	uint64_t *ids;
+	int ret;
+	bool done;			/* group_lock; ret and ids are set */
+	struct fleet_group_req *next;	/* group_lock */
+};
+
+#define GROUP_MAX_NAMES 64	/* larger requests (listings) go alone */
+
+/* The leader's send: one assign for every request of the group. */
+static void group_send(struct fleet *f, struct fleet_group_req *g)
+{
+	struct fleet_group_req *r;
+	struct fleet_name *names;
+	uint64_t *ids;
+	size_t n = 0, k;
+	int ret;
+
+	if (!g->next) {
+		/* Alone: nothing to copy. */
+		ret = assign_rounds(f, g->names, g->n, g->ids, true);
+		g->ret = ret ? ret : all_named(f, g->ids, g->n);
+		return;
+	}
+	for (r = g; r; r = r->next)
+		n += r->n;
+	names = malloc(n * sizeof(*names));
+	ids = calloc(n, sizeof(*ids));
+	ret = names && ids ? 0 : -ENOMEM;
+	if (!ret) {
+		for (r = g, k = 0; r; k += r->n, r = r->next)
+			memcpy(names + k, r->names, r->n * sizeof(*names));
+		ret = assign_rounds(f, names, n, ids, true);
+	}
+	for (r = g, k = 0; r; k += r->n, r = r->next) {
+		if (ret) {
+			r->ret = ret;
+			continue;
+		}
+		memcpy(r->ids, ids + k, r->n * sizeof(*ids));
+		r->ret = all_named(f, r->ids, r->n);
+	}
+	free(names);
+	free(ids);
+}
+
+static int assign_grouped(struct fleet *f, const struct fleet_name *names,
+			  size_t n, uint64_t *ids)
+{
+	struct fleet_group_req me = { .names = names, .n = n, .ids = ids };
+	struct fleet_group_req *g, *r, *next;
+
+	pthread_mutex_lock(&f->group_lock);
+	*f->group_tail = &me;
+	f->group_tail = &me.next;
+	while (f->group_busy && !me.done)
+		pthread_cond_wait(&f->group_cond, &f->group_lock);
+	if (me.done)
+		goto out;
+	/* 1. Lead: take the whole queue (this request is in it). */
+	g = f->group_head;
+	f->group_head = NULL;
+	f->group_tail = &f->group_head;
+	f->group_busy = true;
+	pthread_mutex_unlock(&f->group_lock);
+	/* 2. Send it; meanwhile new callers queue behind. */
+	group_send(f, g);
+	/* 3. Answer the group: a follower returns (and its request, on its
+	 * stack, goes) once it sees done, so next is read first. */
+	pthread_mutex_lock(&f->group_lock);
+	for (r = g; r; r = next) {
+		next = r->next;
+		r->done = true;
+	}
+	f->group_busy = false;
+	pthread_cond_broadcast(&f->group_cond);
+out:
+	pthread_mutex_unlock(&f->group_lock);
+	return me.ret;
+}
+
+int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
+		 uint64_t *ids, bool wait)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		if (!names[i].hlen || names[i].hlen > FLEET_HANDLE_MAX)
+			return -EINVAL;
+		ids[i] = 0;
+	}
+	if (wait && n <= GROUP_MAX_NAMES)
+		return assign_grouped(f, names, n, ids);
+	ret = assign_rounds(f, names, n, ids, wait);
+	return ret ? ret : all_named(f, ids, n);
 }
 
 int fleet_resolve(struct fleet *f, uint64_t id, void *h, size_t *hlen,

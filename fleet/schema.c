@@ -285,6 +285,9 @@ int fleet_open(const struct fleet_opts *o, const struct fleet_kept *kept,
 	pthread_condattr_init(&ca);
 	pthread_cond_init(&f->hb_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&f->group_lock, NULL);
+	pthread_cond_init(&f->group_cond, NULL);
+	f->group_tail = &f->group_head;
 
 	pthread_mutex_lock(&f->lock);
 	/* With a kept export the store is not needed to start (an upgrade,
@@ -314,6 +317,8 @@ fail_lock:
 		PQfinish(f->pg);
 	pthread_cond_destroy(&f->hb_cond);
 	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->group_cond);
+	pthread_mutex_destroy(&f->group_lock);
 fail:
 	free(f->conninfo);
 	free(f->member);
@@ -350,6 +355,8 @@ void fleet_close(struct fleet *f)
 	}
 	pthread_cond_destroy(&f->hb_cond);
 	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->group_cond);
+	pthread_mutex_destroy(&f->group_lock);
 	free(f->conninfo);
 	free(f->member);
 	free(f->version);

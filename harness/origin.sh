@@ -22,6 +22,9 @@
 #   origin_start NAME DIR NFS_PORT MNT_PORT
 #                                        export DIR as /NAME; sets
 #                                        ${NAME^^}_URL, _URLQ, _PID, _DIR, _LOG
+#                                        ($GANESHA_FSAL_OPTS, if set: more
+#                                        of the export's FSAL block, e.g.
+#                                        "fsid_type = Major64;")
 #   origin_stop NAME                     stop that ganesha, wait for exit
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
 #   store_start NAME PORT, store_stop NAME, store_wipe NAME, store_sql NAME SQL
@@ -340,6 +343,9 @@ origin_url() {
 # N_STATE (per-instance dir holding config, log, recovery state). SQUASH
 # is ganesha's Squash of the export: No_Root_Squash (the default) or
 # Root_Squash (uid 0 becomes the anonymous uid 65534 at the origin).
+# GANESHA_FSAL_OPTS, if set, goes into the export's FSAL block: a fleet's
+# re-exporters set "fsid_type = Major64;" (doc/fleet.md: their handles
+# then carry no device number, and decode on every gateway host).
 origin_start() {
 	local name=$1 dir=$2 nport=$3 mport=$4 squash=${5:-No_Root_Squash}
 	local up state conf log pid i url
@@ -396,7 +402,7 @@ origin_start() {
 		# Tests change the exported dir behind ganesha's back: do not
 		# cache attributes (default 60 s), so changes are seen at once.
 		Attr_Expiration_Time = 0;
-		FSAL { Name = VFS; }
+		FSAL { Name = VFS;${GANESHA_FSAL_OPTS:+ $GANESHA_FSAL_OPTS} }
 	}
 	EOF
 	_HARNESS_ORIGINS+=("$name")

@@ -1,8 +1,11 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; a file rewritten or made and fsynced through A reads the same through B; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names, and the same through two re-exports (an NFS handle taken through nfs-ganesha re-exporting A reads the origin's bytes through another nfs-ganesha re-exporting B, restarted empty); a file rewritten or made and fsynced through A reads the same through B; 8 writers making files through A at once: their new names reach the store in fewer round trips than names (group commit), and each file's handle opens on B with its bytes; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
+test_require_fhclient
 H=$(dirname "$0")/../lib/handles.py
+# The re-exporters hold the gateways' mounts busy: stopped first.
+trap 'origin_stop reexpa; origin_stop reexpb; harness_cleanup' EXIT
 
 ndirs=20
 per=${CACHEGW_TEST_FLEET_PER_DIR:-60}
@@ -58,6 +61,14 @@ assign=$(gw_metric "$cA" fleet_assign_calls_total)
 [ -n "$assign" ] && [ "$assign" -le $((ndirs * 3 + 20)) ] ||
 	bad "A named $nfiles files in $assign store round trips (want about one per directory, at most $((ndirs * 3 + 20)))"
 echo "  A: $nfiles files named in $assign assign round trips" >&2
+# Every file's NFS handle through nfs-ganesha re-exporting A, with the
+# fleet's FSAL setting (doc/fleet.md: no device number in the handle).
+GANESHA_FSAL_OPTS="fsid_type = Major64;" \
+	origin_start reexpa "$mntA" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" ||
+	{ echo "FAIL: the re-exporter of A did not start" >&2; exit 1; }
+"$FHCLIENT" gethandles "$REEXPA_URL" <"$work/files" >"$work/nA" ||
+	bad "NFS handles through A's re-export"
+origin_stop reexpa
 
 echo "  at ${SECONDS}s: step 2" >&2
 # 2. Every handle of A opens on B with the origin's bytes; B never looked
@@ -86,6 +97,46 @@ for dst in sys.argv[2:]:
 cmp -s "$work/w1" "$mntB/d00/f0000" || bad "a file rewritten and fsynced through A reads otherwise through B"
 cmp -s "$work/w1" "$mntB/d00/written-on-a" || bad "a file made and fsynced through A reads otherwise through B"
 
+# 8 writers making files through A at once, each file its own bytes: the
+# new names that wait while an assign is in flight go to the store
+# together (group commit: fewer round trips than names), and every one
+# of their handles opens on B with the bytes written.
+a0=$(gw_metric "$cA" fleet_assign_calls_total)
+n0=$(gw_metric "$cA" fleet_names_total)
+"$PY" - "$mntA/made" <<-'PY' || bad "8 writers making files through A"
+	import os, sys, threading
+	top, errs = sys.argv[1], []
+	os.mkdir(top)
+	def writer(k):
+	    try:
+	        d = os.path.join(top, "w%d" % k)
+	        os.mkdir(d)
+	        for i in range(24):
+	            fd = os.open(os.path.join(d, "f%02d" % i),
+	                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+	            os.write(fd, b"%d/%d\n" % (k, i) * (i + 1))
+	            os.close(fd)
+	    except OSError as e:
+	        errs.append(e)
+	ts = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+	for t in ts:
+	    t.start()
+	for t in ts:
+	    t.join()
+	for e in errs:
+	    print(e)
+	sys.exit(1 if errs else 0)
+	PY
+a1=$(gw_metric "$cA" fleet_assign_calls_total)
+n1=$(gw_metric "$cA" fleet_names_total)
+[ $((a1 - a0)) -lt $((n1 - n0)) ] ||
+	bad "A named $((n1 - n0)) names made by 8 writers at once in $((a1 - a0)) store round trips (want fewer: names waiting together go in one)"
+echo "  A: $((n1 - n0)) names made by 8 writers in $((a1 - a0)) assign round trips" >&2
+(cd "$data" && find made -type f | sort) >"$work/made"
+"$PY" "$H" take "$work/made" "$work/hmade" "$mntA" || bad "handles of the files made through A"
+out=$("$PY" "$H" check "$work/hmade" "$mntB" "$data" 2>&1)
+[ "$out" = "ok 192" ] || bad "handles of files made through A on B: $(printf '%s\n' "$out" | head -3 | tr '\n' ';') (want ok 192)"
+
 # The fleet as an operator sees it: both members, the store connected.
 out=$(cache_inspect fleet --cache-dir "$cA" 2>&1)
 case $out in *"store: connected"*"members: 2"*" a "*" b "*) ;; *) bad "cachegw-inspect fleet on A: '$out'" ;; esac
@@ -97,6 +148,19 @@ cB2=$(harness_tmpdir cacheB2)
 mount_gateway "$ORIGIN_URL" "$mntB" "cache_dir=$cB2,$fleet,fleet_member=b" ||
 	{ echo "FAIL: gateway B did not mount again" >&2; exit 1; }
 pidB=$GW_PID logB=$GW_LOG
+# The NFS handles of A's re-export, sent to another nfs-ganesha
+# re-exporting B (which knows no name yet): every one reads the origin's
+# bytes, and B's re-export gives the same handles.
+GANESHA_FSAL_OPTS="fsid_type = Major64;" \
+	origin_start reexpb "$mntB" "$((REEXPORT_NFS_PORT + 2))" "$((REEXPORT_MNT_PORT + 2))" ||
+	{ echo "FAIL: the re-exporter of B did not start" >&2; exit 1; }
+out=$("$FHCLIENT" checkfhs "$REEXPB_URL" "$data" <"$work/nA" 2>&1)
+[ "$(printf '%s\n' "$out" | tail -1)" = "ok $nfiles" ] ||
+	bad "A's re-export handles through B's re-export: $(printf '%s\n' "$out" | head -3 | tr '\n' ';') (want ok $nfiles)"
+"$FHCLIENT" gethandles "$REEXPB_URL" <"$work/files" >"$work/nB" ||
+	bad "NFS handles through B's re-export"
+cmp -s "$work/nA" "$work/nB" || bad "A's and B's re-exports give different handles: $(diff "$work/nA" "$work/nB" | head -2 | tr '\n' ';')"
+origin_stop reexpb
 drop_caches
 out=$("$PY" "$H" check "$work/hA" "$mntB" "$data" 2>&1)
 [ "$out" = "ok $nfiles" ] || bad "A's handles on B restarted empty: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"

@@ -10,6 +10,14 @@
  *   fhclient lsfh URL HEXDIRFH      READDIRPLUS: print the names, one a line
  *                                   ("." and ".." left out)
  *   fhclient statfh URL HEXFH       GETATTR: print "type size fileid"
+ *   fhclient gethandles URL         gethandle of every path on stdin (one a
+ *                                   line): "PATH HEX" lines, each directory
+ *                                   looked up once
+ *   fhclient checkfhs URL DATA      READ by handle every "PATH HEX" line on
+ *                                   stdin (as gethandles printed them, maybe
+ *                                   from another server) and compare with
+ *                                   the file DATA/PATH: a line for each one
+ *                                   that fails or differs, "ok N" at the end
  *
  * URL is a libnfs export URL (nfs://127.0.0.1/export?nfsport=N&mountport=N).
  * Exit status: 0 ok, 3 NFS3ERR_STALE (message on stderr), 2 usage,
@@ -278,9 +286,11 @@ static int do_lookup(const struct fh *dir, const char *name, struct fh *out)
 	return 0;
 }
 
-static int cmd_gethandle(const char *path)
+/* The handle of PATH, relative to the directory handle FROM, by LOOKUPs
+ * of each component. */
+static int walk(const struct fh *from, const char *path, struct fh *out)
 {
-	struct fh cur = root;
+	struct fh cur = *from;
 	char *p = strdup(path), *save = NULL, *tok;
 	int ret = 0;
 
@@ -296,7 +306,61 @@ static int cmd_gethandle(const char *path)
 	}
 	free(p);
 	if (!ret)
-		fh_print(&cur);
+		*out = cur;
+	return ret;
+}
+
+static int cmd_gethandle(const char *path)
+{
+	struct fh fh;
+	int ret = walk(&root, path, &fh);
+
+	if (!ret)
+		fh_print(&fh);
+	return ret;
+}
+
+/* gethandles: a tree's handles in one connection. The directory of the
+ * previous path is remembered, so a sorted list costs one LOOKUP a file. */
+static int cmd_gethandles(void)
+{
+	char line[4096], dir[4096] = "";
+	struct fh dirfh = root;
+	int ret = 0;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		char *slash, *name = line;
+		struct fh fh;
+		int r;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!*line)
+			continue;
+		slash = strrchr(line, '/');
+		if (slash) {
+			*slash = '\0';
+			if (strcmp(dir, line)) {
+				r = walk(&root, line, &dirfh);
+				if (r) {
+					ret = r;
+					dir[0] = '\0';
+					continue;
+				}
+				snprintf(dir, sizeof(dir), "%s", line);
+			}
+			name = slash + 1;
+			r = do_lookup(&dirfh, name, &fh);
+			*slash = '/';
+		} else {
+			r = do_lookup(&root, name, &fh);
+		}
+		if (r) {
+			ret = r;
+			continue;
+		}
+		printf("%s ", line);
+		fh_print(&fh);
+	}
 	return ret;
 }
 
@@ -400,7 +464,11 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static int cmd_readfh(const struct fh *fh)
+/* READ the whole file FH, handing each piece to put (0 or -1 with a
+ * message of its own). */
+typedef int (*read_put)(void *arg, const char *p, size_t n);
+
+static int read_fh(const struct fh *fh, read_put put, void *arg)
 {
 	char *buf = malloc(READ_CHUNK);
 	uint64_t off = 0;
@@ -450,9 +518,7 @@ static int cmd_readfh(const struct fh *fh)
 			ret = 1;
 			goto out;
 		}
-		if (write_all(STDOUT_FILENO, buf, o.count)) {
-			fprintf(stderr, "%s: write to stdout: %s\n", prog,
-				strerror(errno));
+		if (put(arg, buf, o.count)) {
 			ret = 1;
 			goto out;
 		}
@@ -469,6 +535,86 @@ static int cmd_readfh(const struct fh *fh)
 	ret = 0;
 out:
 	free(buf);
+	return ret;
+}
+
+static int put_stdout(void *arg, const char *p, size_t n)
+{
+	(void)arg;
+	if (write_all(STDOUT_FILENO, p, n)) {
+		fprintf(stderr, "%s: write to stdout: %s\n", prog,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_readfh(const struct fh *fh)
+{
+	return read_fh(fh, put_stdout, NULL);
+}
+
+/* checkfhs: what was read so far against the local file. */
+struct cmp {
+	FILE *f;
+	int differs;
+};
+
+static int put_cmp(void *arg, const char *p, size_t n)
+{
+	struct cmp *c = arg;
+	char want[4096];
+
+	while (n && !c->differs) {
+		size_t k = n < sizeof(want) ? n : sizeof(want);
+
+		if (fread(want, 1, k, c->f) != k || memcmp(want, p, k))
+			c->differs = 1;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int cmd_checkfhs(const char *data)
+{
+	char line[4096];
+	unsigned ok = 0;
+	int ret = 0;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		char *sp, file[8192];
+		struct cmp c = { 0 };
+		struct fh fh;
+		int r;
+
+		line[strcspn(line, "\n")] = '\0';
+		sp = strrchr(line, ' ');
+		if (!sp || fh_parse(&fh, sp + 1)) {
+			printf("bad line '%s'\n", line);
+			ret = 1;
+			continue;
+		}
+		*sp = '\0';
+		snprintf(file, sizeof(file), "%s/%s", data, line);
+		c.f = fopen(file, "rb");
+		if (!c.f) {
+			printf("%s: %s\n", file, strerror(errno));
+			ret = 1;
+			continue;
+		}
+		r = read_fh(&fh, put_cmp, &c);
+		if (r)
+			printf("%s: the handle does not read (%s)\n", line,
+			       r == EXIT_STALE ? "stale" : "error");
+		else if (c.differs || fgetc(c.f) != EOF)
+			printf("%s: the handle reads other bytes than the origin's\n",
+			       line);
+		else
+			ok++;
+		fclose(c.f);
+	}
+	printf("ok %u\n", ok);
 	return ret;
 }
 
@@ -559,8 +705,10 @@ static int usage(void)
 		"       %s readfh URL HEXFH\n"
 		"       %s lsfh URL HEXDIRFH\n"
 		"       %s statfh URL HEXFH\n"
+		"       %s gethandles URL <PATHS\n"
+		"       %s checkfhs URL DATA <HANDLES\n"
 		"exit: 0 ok, 3 NFS3ERR_STALE, 2 usage, 1 other errors\n",
-		prog, prog, prog, prog);
+		prog, prog, prog, prog, prog, prog);
 	return 2;
 }
 
@@ -570,9 +718,25 @@ int main(int argc, char **argv)
 	struct fh fh;
 	int ret;
 
+	if (argc == 3 && !strcmp(argv[1], "gethandles")) {
+		if (connect_url(argv[2])) {
+			ret = 1;
+			goto out;
+		}
+		ret = cmd_gethandles();
+		goto flush;
+	}
 	if (argc != 4)
 		return usage();
 	cmd = argv[1];
+	if (!strcmp(cmd, "checkfhs")) {
+		if (connect_url(argv[2])) {
+			ret = 1;
+			goto out;
+		}
+		ret = cmd_checkfhs(argv[3]);
+		goto flush;
+	}
 	if (strcmp(cmd, "gethandle") && strcmp(cmd, "readfh") &&
 	    strcmp(cmd, "lsfh") && strcmp(cmd, "statfh"))
 		return usage();
@@ -593,6 +757,7 @@ int main(int argc, char **argv)
 		ret = cmd_lsfh(&fh);
 	else
 		ret = cmd_statfh(&fh);
+flush:
 	if (fflush(stdout) && !ret) {
 		fprintf(stderr, "%s: stdout: %s\n", prog, strerror(errno));
 		ret = 1;
