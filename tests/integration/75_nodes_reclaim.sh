@@ -21,7 +21,7 @@ metric() { gw_metric "$cdir" "$1"; }
 
 ls -l "$mnt/keep" "$mnt/churn" >/dev/null || bad "listing through the mount"
 cat "$mnt/keep/k1" "$mnt/churn/c1" >/dev/null
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+GANESHA_FSAL_OPTS="fsid_type = Major64;" origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
 R=$(origin_url reexp)
 hk1=$("$FHCLIENT" gethandle "$R" keep/k1) || bad "gethandle keep/k1"
 hk2=$("$FHCLIENT" gethandle "$R" keep/k2) || bad "gethandle keep/k2"
@@ -69,7 +69,7 @@ case $out2 in *"reclaimed 0 "*) ;; *) bad "a second pass: '$out2', want reclaime
 origin_stop reexp
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other,reclaim_after=100" || exit 1
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+GANESHA_FSAL_OPTS="fsid_type = Major64;" origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
 restarted=$(metric nodes_entries)
 [ "${restarted:-999999}" -le "$after" ] || bad "after a restart nodes_entries is $restarted, was $after"
 check_handles "after a restart"

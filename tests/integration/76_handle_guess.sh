@@ -50,7 +50,7 @@ restart() {
 	origin_stop reexp
 	unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
 	mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
-	origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+	test_reexport
 }
 # The generations stay.
 restart
@@ -79,7 +79,7 @@ origin_stop reexp
 unmount_gateway "$mnt" || bad "unmount (log: $GW_LOG)"
 "$V1" write "$cdir/handle-key" $seed "$cut" || exit 1
 mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,allow_other" || exit 1
-origin_start reexp "$mnt" "$REEXPORT_NFS_PORT" "$REEXPORT_MNT_PORT" || exit 1
+test_reexport
 [ "$(head -c 8 "$cdir/handle-key")" = CGWHKEY2 ] || bad "handle-key not rewritten in the new format"
 grep -q "handle-key: 3 node-ids handed out before it was made keep generations a client can compute from handles it holds (2 the table's one, 1 of the older hash)" "$GW_LOG" ||
 	bad "no or another count of node-ids keeping older generations in the log: $(grep handle-key "$GW_LOG")"
