@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: ganesha origin → cachegw → knfsd re-export (fsid=, as doc/reexport.md says) → kernel NFS clients over v3 and v4.2: tree and bytes equal the origin's, a program and its shared libraries run from the re-export, mmap reads equal the origin's, writes through the client land at the origin byte for byte.
+# Guest test: ganesha origin → cachegw → knfsd re-export (fsid=, as doc/reexport.md says) → kernel NFS clients over v3 and v4.2: tree and bytes equal the origin's, a program and its shared libraries run from the re-export, mmap reads equal the origin's, writes through the client land at the origin byte for byte; a directory of 10,000 names listed by each client through knfsd costs the origin at most 1.2x the READDIRPLUS calls of one listing on the gateway mount.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start
@@ -60,6 +60,32 @@ for c in "$c3" "$c4"; do
 	cmp "$HARNESS_TMP/w.$v" "$data/written.$v" || bad "$v: the origin's written.$v differs from what the client wrote"
 	printf 'appended\n' >>"$c/written.$v" || bad "$v: append failed"
 	[ "$(tail -c 9 "$data/written.$v")" = appended ] || bad "$v: the append did not reach the origin"
+done
+
+# A big directory listed by kernel clients through knfsd: knfsd opens the
+# directory for every READDIR a client sends and seeks to its cookie; the
+# gateway reads it from the origin about once (its READDIRPLUS calls at
+# most 1.2x those of one listing on its own mount), for NFSv3 and v4.2.
+N=${CACHEGW_TEST_BIGDIR:-10000}
+step "a directory of $N names through knfsd: about one origin listing"
+for d in bigdir_gw bigdir_v3 bigdir_v4; do
+	mkdir "$data/$d" && (cd "$data/$d" && seq -f "n%06g" 1 "$N" | xargs touch)
+done
+rdp() { gw_metric "$cdir" origin_readdirplus_calls_total; }
+r0=$(rdp)
+n=$(ls -f "$mnt/bigdir_gw" | grep -c '^n')
+one=$(( $(rdp) - r0 ))
+[ "$n" = "$N" ] || bad "the gateway mount lists $n of $N names"
+for c in "$c3" "$c4"; do
+	v=$(basename "$c" | cut -d. -f1)
+	d=bigdir_v3
+	[ "$c" = "$c4" ] && d=bigdir_v4
+	r0=$(rdp)
+	n=$(timeout 600 ls -f "$c/$d" | grep -c '^n')
+	k=$(( $(rdp) - r0 ))
+	echo "  $v: $n names listed through knfsd: $k READDIRPLUS at the origin (one listing on the gateway: $one)" >&2
+	[ "$n" = "$N" ] || bad "$v: listed $n of $N names through knfsd"
+	[ "$k" -le $(( (one * 12 + 9) / 10 )) ] || bad "$v: listing $N names through knfsd cost $k READDIRPLUS, one listing costs $one (want at most 1.2x)"
 done
 
 step "done"
