@@ -91,6 +91,14 @@ size_t gw_write_other_creds(struct gw_inode *ino, const struct nfsc_cred *cr,
 #define GW_COMMIT_AFTER (32u << 20)
 #define GW_COMMIT_WAIT (4 * GW_COMMIT_AFTER)
 
+/* A WRITE that continues a file written from its start, ends within
+ * this many bytes of it and finds nothing of the file uncommitted goes
+ * FILE_SYNC: a small file is then stable when its last WRITE is answered,
+ * and its close makes no COMMIT (one round trip a file less when a tree
+ * is written). Past it, UNSTABLE, and the COMMIT at close: a large file
+ * would pay the origin's sync on every WRITE. */
+#define GW_SYNC_SMALL (64u << 10)
+
 struct gw_extent {
 	struct gw_extent *next;
 	uint64_t off;
