@@ -13,9 +13,9 @@
  *    WRITE in flight, write_window=); it is never failed for lack of room.
  * 2. It is split into wsize UNSTABLE WRITEs issued in parallel; the reply
  *    to the kernel goes out when all have been answered. A small file
- *    written in order from its start goes FILE_SYNC instead (see
- *    GW_SYNC_SMALL): it is stable at the answer, and is not listed for
- *    a COMMIT.
+ *    the kernel flushes whole (writeback) goes FILE_SYNC instead
+ *    (GW_SYNC_SMALL): stable at the answer, it is not listed for a
+ *    COMMIT.
  * 3. Each extent stays in the inode's uncommitted list, with the write
  *    verifier the origin gave it, until a COMMIT (flush, fsync, release, or
  *    too much uncommitted data) has been answered. A COMMIT whose verifier
