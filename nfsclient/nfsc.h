@@ -137,8 +137,6 @@ struct nfsc_sattr {
 	struct timespec atime, mtime;
 };
 
-/* What a call that makes a name returns. */
-
 /* NFSv3 pre-operation attributes (wcc_attr): what the origin says the
  * object was just before the call changed it. */
 struct nfsc_wcc {
