@@ -185,11 +185,12 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 			return;
 		}
 	}
-	/* The kernel's times at a close or fsync, when the origin already
-	 * has that mtime (set by the SETATTR of a utimensat(2) that the
-	 * kernel let write its pages first, as tar restores each file's
-	 * mtime): nothing to change; a SETATTR would cost a round trip per
-	 * file of a tree written. NFSv3 cannot set a ctime. */
+	/* The kernel's times (at a close, an fsync, or before a utimensat(2)
+	 * once it has written its pages) when the origin has that mtime
+	 * already: nothing to change, and a SETATTR would cost a round trip.
+	 * (The origin has it when our WRITEs came within its clock's tick of
+	 * the kernel's write(2), or a SETATTR set it.) NFSv3 cannot set a
+	 * ctime. */
 	if (kernel_times && !sa.set_size && !sa.set_mode && !sa.set_uid &&
 	    !sa.set_gid && sa.atime_how == NFSC_TIME_KEEP &&
 	    sa.mtime_how == NFSC_TIME_CLIENT && kernel_times_held(gw, ino, &sa)) {
