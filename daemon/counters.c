@@ -128,6 +128,16 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 	  gc->fill_queue_skipped_bytes);
 	M("inodes", "gauge", "Inodes the gateway holds for the kernel.",
 	  gw_itable_count(pr->gw));
+	{
+		uint64_t nl, ne;
+
+		gw_listings_kept(&nl, &ne);
+		M("dir_listings_kept", "gauge",
+		  "Directory listings no open holds, kept for the next open (30 s, 16 at most).",
+		  nl);
+		M("dir_listing_entries_kept", "gauge",
+		  "Their entries (262144 at most).", ne);
+	}
 	M("kernel_cache_drops_total", "counter",
 	  "Times the kernel was told to drop a file's pages (changed at the origin).",
 	  gc->kernel_cache_drops);

@@ -178,15 +178,23 @@ void gw_pidfile_remove(const struct gw_opts *o);
 
 /* ---- supervise.c: a crash survived ---- */
 /* Runs the gateway in a child and starts a successor when it dies; fds:
- * the connection and state to serve (-1: a new mount). The exit status. */
-int gw_supervise(struct gw_opts *o, const int fds[2], int notify_fd);
+ * the connection and state to serve (-1: a new mount); origin: as for
+ * gw_serve, the first child's (the supervisor drops its copy). The exit
+ * status. */
+int gw_supervise(struct gw_opts *o, const int fds[2], struct nfsc *origin,
+		 int notify_fd);
 
 
 /* ---- serve.c ---- */
-/* One serving process. fds as above; sup_fd: to the supervisor (-1:
- * none); notify_fd: the start-up verdict's pipe (-1: none). The exit
- * status. */
-int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd);
+/* The origin's connection options, from the gateway's. */
+void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no);
+/* One serving process. fds as above; origin: the origin already
+ * reached (an upgrade connects and mounts before it asks the serving
+ * process to stop, so that its pause holds no round trip of that), now
+ * this process's, or NULL; sup_fd: to the supervisor (-1: none);
+ * notify_fd: the start-up verdict's pipe (-1: none). The exit status. */
+int gw_serve(struct gw_opts *o, const int fds[2], struct nfsc *origin,
+	     int sup_fd, int notify_fd);
 
 
 /* ---- background.c ---- */

@@ -50,6 +50,7 @@ static int check_mountpoint(struct gw_opts *o)
 static int start(struct gw_opts *o)
 {
 	int fds[2] = { -1, -1 }, notify_fd = -1, live = -ENOENT, ret;
+	struct nfsc *origin = NULL;	/* reached before a takeover */
 	char err[512];
 
 	if (!o->foreground && gw_daemon_fork(&notify_fd) < 0) {
@@ -73,15 +74,15 @@ static int start(struct gw_opts *o)
 		live = gw_takeover_probe(o->cache_dir);
 	if (live >= 0) {
 		close(live);
-		ret = gw_takeover_ask(o, fds);
+		ret = gw_takeover_ask(o, fds, &origin);
 		if (ret) {
 			gw_daemon_notify(&notify_fd, (unsigned char)ret);
 			return ret;
 		}
 	}
 	if (o->supervise)
-		return gw_supervise(o, fds, notify_fd);
-	return gw_serve(o, fds, -1, notify_fd);
+		return gw_supervise(o, fds, origin, notify_fd);
+	return gw_serve(o, fds, origin, -1, notify_fd);
 }
 
 /* Every open file's cache object holds two descriptors; many clients of

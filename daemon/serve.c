@@ -45,22 +45,32 @@ static int add_mount_opts(struct gw_opts *o)
 	return ret ? -ENOMEM : 0;
 }
 
-static int open_origin(struct gw_proc *pr)
+void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no)
 {
-	struct nfsc_opts no = {
-		.nconnect = pr->o->nconnect,
-		.rsize = pr->o->rsize,
-		.wsize = pr->o->wsize,
-		.timeo = pr->o->timeo,
-		.retrans = pr->o->retrans,
-		.soft = pr->o->soft,
-		.offline = pr->o->offline,
+	*no = (struct nfsc_opts){
+		.nconnect = o->nconnect,
+		.rsize = o->rsize,
+		.wsize = o->wsize,
+		.timeo = o->timeo,
+		.retrans = o->retrans,
+		.soft = o->soft,
+		.offline = o->offline,
 	};
+}
+
+static int open_origin(struct gw_proc *pr, struct nfsc *pre)
+{
+	struct nfsc_opts no;
 	char err[512], where[1024];
 	struct nfsc_fh root;
 	struct nfsc_origin_stat os;
 	int ret;
 
+	gw_origin_opts(pr->o, &no);
+	if (pre) {
+		pr->nfs = pre;
+		goto opened;
+	}
 	/* With offline=, a start while the origin cannot be reached uses
 	 * the root handle kept from the last mount of the same export; so
 	 * does every successor: clients wait for the origin (hard) or are
@@ -86,6 +96,7 @@ static int open_origin(struct gw_proc *pr)
 			"origin)" : "");
 		return ret;
 	}
+opened:
 	gw_use_origin(pr->gw, pr->nfs);
 	nfsc_origin_stat(pr->nfs, &os);
 	if (!os.started_lost &&
@@ -165,7 +176,8 @@ static int open_cache(struct gw_proc *pr)
 	return 0;
 }
 
-int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
+int gw_serve(struct gw_opts *o, const int fds[2], struct nfsc *origin,
+	     int sup_fd, int notify_fd)
 {
 	struct gw_proc pr = {
 		.o = o,
@@ -204,8 +216,11 @@ int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 	/* 1. the cache, then the origin */
 	if (open_cache(&pr))
 		goto out_cache;
-	if (open_origin(&pr))
+	if (open_origin(&pr, origin)) {
+		origin = NULL;	/* closed by open_origin's failure path */
 		goto out_cache;
+	}
+	origin = NULL;		/* pr.nfs now, closed with it */
 	if (gw_fleet_start(pr.gw, CACHEGW_VERSION))
 		goto out_nfs;
 	if (gw_gateway_init(pr.gw)) {
@@ -409,11 +424,13 @@ out_itable:
 	if (pr.fill_started)
 		gw_fill_stop(pr.gw);
 	gw_itable_free(pr.gw);
+	gw_listings_free();
 	gw_silly_stop(pr.gw);
 out_nfs:
 	gw_fleet_stop(pr.gw);
 	nfsc_close(pr.nfs);
 out_cache:
+	nfsc_close(origin);	/* reached, never used: a start that failed */
 	gw_ctl_stop(&pr);
 	nodes_md_close(pr.md);
 	if (pr.nodes)

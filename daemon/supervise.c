@@ -71,8 +71,8 @@ static struct gw_state *map_state(int fd)
 	return st;
 }
 
-static pid_t spawn(struct gw_opts *o, const int fds[2], int *sup,
-		   int notify_fd)
+static pid_t spawn(struct gw_opts *o, const int fds[2], struct nfsc *origin,
+		   int *sup, int notify_fd)
 {
 	int sp[2];
 	pid_t pid;
@@ -102,7 +102,7 @@ static pid_t spawn(struct gw_opts *o, const int fds[2], int *sup,
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (!o->foreground && notify_fd >= 0)
 			gw_log_keep_early();	/* its own, until it detaches */
-		_exit(gw_serve(o, mine, sp[1], notify_fd));
+		_exit(gw_serve(o, mine, origin, sp[1], notify_fd));
 	}
 	close(sp[1]);
 	*sup = sp[0];
@@ -259,7 +259,8 @@ static void sup_exit(struct sup *s)
 		gw_pidfile_remove(s->o);
 }
 
-int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
+int gw_supervise(struct gw_opts *o, const int given[2], struct nfsc *origin,
+		 int notify_fd)
 {
 	struct sup s = {
 		.o = o, .fds = { given[0], given[1] }, .sup = -1,
@@ -296,7 +297,11 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 	}
 	gw_pidfile_write(o);
 	s.child_successor = s.fds[0] >= 0;
-	s.child = spawn(o, s.fds, &s.sup, notify_fd);
+	s.child = spawn(o, s.fds, origin, &s.sup, notify_fd);
+	/* The origin reached before the takeover is the child's: the
+	 * supervisor's copy of it is closed (descriptors only; nothing is
+	 * sent: the connections stay the child's). */
+	nfsc_close(origin);
 	if (notify_fd >= 0)
 		close(notify_fd);	/* the serving process's to answer */
 	if (s.child < 0) {
@@ -344,7 +349,7 @@ int gw_supervise(struct gw_opts *o, const int given[2], int notify_fd)
 			}
 			s.child_serves = false;
 			s.child_successor = true;
-			s.child = spawn(o, s.fds, &s.sup, -1);
+			s.child = spawn(o, s.fds, NULL, &s.sup, -1);
 			if (s.child < 0) {
 				gw_log("supervise: cannot fork: %s; trying "
 				       "again in %u s", strerror(errno),

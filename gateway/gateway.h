@@ -132,6 +132,12 @@ void gw_silly_stop(struct gw *gw);
 int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
 void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
 void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
+/* listing.c: at start (before any request); the directory listings no
+ * open holds any more (kept a while for the next open) freed, at exit. */
+void gw_listings_init(void);
+void gw_listings_free(void);
+/* How many listings no open holds are kept, and their entries. */
+void gw_listings_kept(uint64_t *listings, uint64_t *entries);
 /* intent.c: */
 /* A successor, before its first request: what the last process left;
  * how many. */

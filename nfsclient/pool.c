@@ -89,30 +89,54 @@ void nfsc_conn_issue_queued(struct nfsc_conn *c, bool *stop)
 }
 
 
+/* A connection that keeps failing (the origin refuses or drops it) is
+ * left alone between tries: libnfs starts the next connect as soon as it
+ * sees the last one fail, so servicing it at once would spin through
+ * socket/bind/connect. 10 ms after the first failure, doubling to 1 s:
+ * the origin's return is noticed within a second. */
+#define CONN_BACKOFF_MIN_MS 10
+#define CONN_BACKOFF_MAX_MS 1000
+
 static void *conn_thread(void *arg)
 {
 	struct nfsc_conn *c = arg;
+	unsigned backoff_ms = 0;
+	uint64_t quiet_until = 0;
 	bool stop = false;
 
 	if (!c->rpc && !nfsc_conn_mount_later(c))
 		return NULL;
 	while (!stop) {
+		uint64_t now = nfsc_now_ns();
+		bool quiet = now < quiet_until;
+		int timeout = 100, revents;
 		struct pollfd p[2] = {
-			{ .fd = rpc_get_fd(c->rpc),
+			{ .fd = quiet ? -1 : rpc_get_fd(c->rpc),
 			  .events = (short)rpc_which_events(c->rpc) },
 			{ .fd = c->efd, .events = POLLIN },
 		};
 
+		if (quiet && quiet_until - now < 100000000u)
+			timeout = (int)((quiet_until - now) / 1000000u) + 1;
 		/* The timeout lets rpc_service() expire calls (timeo). */
-		if (poll(p, 2, 100) < 0 && errno != EINTR)
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & POLLIN)
 			nfsc_conn_issue_queued(c, &stop);
-		if (rpc_service(c->rpc, p[0].fd >= 0 ? p[0].revents : 0) < 0) {
-			/* The socket is dead and will be reconnected by
+		revents = p[0].fd >= 0 ? p[0].revents : 0;
+		if (rpc_service(c->rpc, revents) < 0 ||
+		    (revents & (POLLERR | POLLHUP))) {
+			/* The socket is dead and is being reconnected by
 			 * libnfs (autoreconnect); pending calls are resent
-			 * or time out. Avoid spinning meanwhile. */
-			poll(NULL, 0, 10);
+			 * or time out. */
+			backoff_ms = backoff_ms ? backoff_ms * 2 :
+				     CONN_BACKOFF_MIN_MS;
+			if (backoff_ms > CONN_BACKOFF_MAX_MS)
+				backoff_ms = CONN_BACKOFF_MAX_MS;
+			quiet_until = nfsc_now_ns() +
+				      (uint64_t)backoff_ms * 1000000u;
+		} else if (revents & POLLIN) {
+			backoff_ms = 0;	/* the origin answered */
 		}
 	}
 	return NULL;

@@ -94,9 +94,10 @@ void gw_takeover_abandon(struct gw_proc *pr);
  * -errno (none answers). */
 int gw_takeover_probe(const char *cache_dir);
 /* A live gateway serves o->cache_dir (its control socket answered): the
- * origin checked, ask it to hand its connection over. 0 with fds (or
- * fds[0] -1: it went away meanwhile, start afresh), or the exit status
- * (a line on stderr). */
-int gw_takeover_ask(struct gw_opts *o, int fds[2]);
+ * origin reached (connected and mounted, *origin: the new process's from
+ * now on), ask it to hand its connection over. 0 with fds (or fds[0] -1:
+ * it went away meanwhile, start afresh), or the exit status (a line on
+ * stderr; *origin NULL). */
+int gw_takeover_ask(struct gw_opts *o, int fds[2], struct nfsc **origin);
 
 #endif

@@ -119,33 +119,28 @@ static int request(int fd, const char *mnt, int fds[2], char *err,
  * serving gateway is asked to stop. One that could not would serve the
  * clients no better than the old one does (hard: they wait; offline=:
  * answers from the cache) and could not commit what the old one hands
- * over. One connection, closed again; the successor makes its own. */
-static int origin_check(const struct gw_opts *o, char *err, size_t len)
+ * over. Its connections, mounted, are the ones it serves with: made
+ * here, before the pause, they cost the clients no round trip. No kept
+ * root handle is offered: it would let nfsc_open start without the
+ * origin. */
+static int origin_reach(const struct gw_opts *o, struct nfsc **n, char *err,
+			size_t len)
 {
-	struct nfsc_opts no = {
-		.nconnect = 1,
-		.rsize = o->rsize,
-		.wsize = o->wsize,
-		.timeo = o->timeo,
-		.retrans = o->retrans,
-		.soft = o->soft,
-	};
-	struct nfsc *n;
-	int ret = nfsc_open(o->source, &no, &n, err, len);
+	struct nfsc_opts no;
 
-	if (!ret)
-		nfsc_close(n);
-	return ret;
+	gw_origin_opts(o, &no);
+	return nfsc_open(o->source, &no, n, err, len);
 }
 
-int gw_takeover_ask(struct gw_opts *o, int fds[2])
+int gw_takeover_ask(struct gw_opts *o, int fds[2], struct nfsc **origin)
 {
 	char err[1024];		/* request's: its answer's line and more */
 	int pid, live;
 
+	*origin = NULL;
 	/* 1. The origin first, with nothing asked yet: the control
 	 *    thread would not wait for us (ctl.c: 2 s). */
-	if (origin_check(o, err, sizeof(err))) {
+	if (origin_reach(o, origin, err, sizeof(err))) {
 		fprintf(stderr, "cachegw: %s is served by a live cachegw on the "
 			"same cache_dir, which serves on: not taking over, this "
 			"process cannot reach the origin (%s); run the command "
@@ -159,6 +154,8 @@ int gw_takeover_ask(struct gw_opts *o, int fds[2])
 	pid = request(live, o->mountpoint_real, fds, err, sizeof(err));
 	close(live);
 	if (pid < 0) {
+		nfsc_close(*origin);
+		*origin = NULL;
 		fprintf(stderr, "cachegw: %s is served by a live cachegw on "
 			"the same cache_dir, which did not hand over: %s\n",
 			o->mountpoint_real, err);

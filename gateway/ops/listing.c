@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "config.h"
 #include "cred_i.h"
 #include "gw_state.h"
 #include "inode_i.h"
@@ -29,9 +30,26 @@
  * A listing is a snapshot of the whole directory, read at open: offsets are
  * indexes into it, so a reader that seeks back sees the same names in the
  * same order. Concurrent opens of the same directory version by the same
- * credentials share one snapshot (refcounted, gone with its last open):
- * memory is bounded by the distinct listings in use, each by
- * dir_max_entries, not by the number of opens. */
+ * credentials share one snapshot (refcounted): memory is bounded by the
+ * distinct listings in use, each by dir_max_entries, not by the number of
+ * opens.
+ *
+ * A snapshot outlives its last open for LINGER_S seconds (at most
+ * LINGER_MAX of them, LINGER_ENTRIES entries in all; the oldest go
+ * first): knfsd opens the directory for each READDIR a client sends and
+ * seeks to the client's cookie, so without it every cookie-continued
+ * READDIR would read the whole directory from the origin again. An open
+ * that finds one of the caller's young snapshots takes it without asking
+ * the origin; its first read decides: from offset 0 (a new listing) the
+ * directory's version is asked for (the GETATTR an open makes) and a
+ * snapshot of another version is replaced; from further on (a client
+ * continuing a listing with a cookie) it reads on in the snapshot its
+ * listing began with. Entries' attributes from a snapshot keep the time
+ * they were read: the kernel trusts them for what is left of their
+ * timeout, not a whole one. */
+#define LINGER_S 30
+#define LINGER_MAX 16
+#define LINGER_ENTRIES 262144
 
 struct gw_dirsnap {
 	struct gw_dirsnap *next;	/* snap_lock */
@@ -49,16 +67,43 @@ struct gw_dirsnap {
 	bool unnamed;			/* fleet=: the store could not name
 					 * the new entries (soft, store away):
 					 * they go out as plain entries */
+	struct timespec loaded_at;	/* CLOCK_MONOTONIC; set once loaded */
+	uint64_t idle_since;		/* snap_lock; seconds (monotonic)
+					 * its last open closed; 0: open */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t snap_cond = PTHREAD_COND_INITIALIZER;
 static struct gw_dirsnap *snaps;	/* snap_lock */
+static unsigned lingering;		/* snap_lock: snapshots no open */
+static size_t lingering_entries;	/* holds, and their entries */
+static struct gw_dirsnap *doomed;	/* snap_lock: off the list, to free
+					 * once the lock is dropped */
 
 struct gw_dir {
 	struct gw_handle h;		/* first: fi->fh's id names both */
 	struct gw_dirsnap *snap;
+	bool unsure;			/* snap taken without asking the
+					 * directory's version (snap_young):
+					 * a read from offset 0 asks */
 };
+
+static bool ts_later(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec :
+					a->tv_nsec > b->tv_nsec;
+}
+
+/* LINGER_S; tests shorten it (CACHEGW_INJECT_LINGER_S). */
+static uint64_t linger_s = LINGER_S;
+
+static uint64_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec + 1;	/* never 0 */
+}
 
 static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
 {
@@ -67,19 +112,78 @@ static bool same_cred(const struct nfsc_cred *a, const struct nfsc_cred *b)
 	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(a->groups[0]));
 }
 
-/* Drop a reference, snap_lock held; true when it was the last (sn is off
- * the list then, for the caller to free). */
-static bool snap_unref_locked(struct gw_dirsnap *sn)
+static void unlink_locked(struct gw_dirsnap *sn)
 {
 	struct gw_dirsnap **pp;
 
-	if (--sn->refs)
-		return false;
 	for (pp = &snaps; *pp; pp = &(*pp)->next)
 		if (*pp == sn) {
 			*pp = sn->next;
 			break;
 		}
+}
+
+/* A lingering snapshot taken by an open again. */
+static void snap_take_locked(struct gw_dirsnap *sn)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	if (!sn->refs++ && sn->idle_since) {
+		sn->idle_since = 0;
+		lingering--;
+		lingering_entries -= sn->list.n;
+	}
+}
+
+/* Lingering snapshots past LINGER_S, and the oldest while over the
+ * bounds, or (dead) every lingering one of that directory and caller
+ * (another version of it exists): onto the doomed list. */
+static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
+{
+	for (;;) {
+		struct gw_dirsnap *sn, *oldest = NULL;
+		bool over = lingering > LINGER_MAX ||
+			    lingering_entries > LINGER_ENTRIES;
+
+		for (sn = snaps; sn; sn = sn->next) {
+			if (!sn->idle_since)
+				continue;
+			if (now - sn->idle_since >= linger_s ||
+			    (dead && sn->nodeid == dead->nodeid &&
+			     same_cred(&sn->cr, &dead->cr))) {
+				oldest = sn;
+				break;
+			}
+			if (over && (!oldest ||
+				     sn->idle_since < oldest->idle_since))
+				oldest = sn;
+		}
+		if (!oldest)
+			return;
+		unlink_locked(oldest);
+		lingering--;
+		lingering_entries -= oldest->list.n;
+		oldest->next = doomed;
+		doomed = oldest;
+	}
+}
+
+/* Drop a reference, snap_lock held; true when it was the last and sn is
+ * off the list, for the caller to free. A loaded snapshot of the origin's
+ * stays (lingers) instead, if it is within the bounds. */
+static bool snap_unref_locked(struct gw_dirsnap *sn)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	if (--sn->refs)
+		return false;
+	if (!sn->loading && !sn->err && !sn->kept && !sn->unnamed &&
+	    sn->list.n <= LINGER_ENTRIES) {
+		sn->idle_since = mono_s();
+		lingering++;
+		lingering_entries += sn->list.n;
+		linger_trim_locked(sn->idle_since, NULL);
+		return false;
+	}
+	unlink_locked(sn);
 	return true;
 }
 
@@ -88,6 +192,23 @@ static void snap_free(struct gw_dirsnap *sn)
 	nfsc_dirlist_free(&sn->list);
 	free(sn->kept_at);
 	free(sn);
+}
+
+/* Free what linger_trim_locked doomed (snap_lock not held). */
+static void free_doomed(void)
+{
+	struct gw_dirsnap *sn;
+
+	pthread_mutex_lock(&snap_lock);
+	sn = doomed;
+	doomed = NULL;
+	pthread_mutex_unlock(&snap_lock);
+	while (sn) {
+		struct gw_dirsnap *next = sn->next;
+
+		snap_free(sn);
+		sn = next;
+	}
 }
 
 static void snap_put(struct gw_dirsnap *sn)
@@ -99,6 +220,69 @@ static void snap_put(struct gw_dirsnap *sn)
 	pthread_mutex_unlock(&snap_lock);
 	if (last)
 		snap_free(sn);
+	free_doomed();
+}
+
+void gw_listings_init(void)
+{
+#if CACHEGW_FAULT_INJECTION
+	const char *env = getenv("CACHEGW_INJECT_LINGER_S");
+	unsigned long v;
+
+	if (env && *env && (v = strtoul(env, NULL, 10)) > 0 && v <= 3600)
+		linger_s = v;
+#endif
+}
+
+void gw_listings_kept(uint64_t *listings, uint64_t *entries)
+{
+	pthread_mutex_lock(&snap_lock);
+	linger_trim_locked(mono_s(), NULL);
+	*listings = lingering;
+	*entries = lingering_entries;
+	pthread_mutex_unlock(&snap_lock);
+	free_doomed();
+}
+
+void gw_listings_free(void)
+{
+	struct gw_dirsnap **pp, *sn;
+
+	pthread_mutex_lock(&snap_lock);
+	for (pp = &snaps; (sn = *pp);) {
+		if (sn->idle_since) {
+			*pp = sn->next;
+			lingering--;
+			lingering_entries -= sn->list.n;
+			sn->next = doomed;
+			doomed = sn;
+		} else {
+			pp = &sn->next;
+		}
+	}
+	pthread_mutex_unlock(&snap_lock);
+	free_doomed();
+}
+
+/* The caller's youngest loaded snapshot of ino's directory, open or
+ * lingering, taken without asking the origin anything; NULL if none. */
+static struct gw_dirsnap *snap_young(struct gw_inode *ino,
+				     const struct nfsc_cred *cr)
+{
+	struct gw_dirsnap *sn, *best = NULL;
+
+	pthread_mutex_lock(&snap_lock);
+	linger_trim_locked(mono_s(), NULL);
+	for (sn = snaps; sn; sn = sn->next)
+		if (sn->nodeid == ino->nodeid && !sn->loading && !sn->err &&
+		    !sn->kept && same_cred(&sn->cr, cr) &&
+		    (!best || ts_later(&sn->loaded_at, &best->loaded_at)))
+			best = sn;
+	if (best)
+		snap_take_locked(best);
+	pthread_mutex_unlock(&snap_lock);
+	free_doomed();
+	return best;
 }
 
 /* Did the origin give a name's handle and attributes (what a LOOKUP gives,
@@ -135,7 +319,7 @@ again:
 		 * find it again, for ever: seen as a hung re-export create). */
 		if (!sn->loading && !gw_attr_same_version(&sn->ver, ver))
 			continue;
-		sn->refs++;
+		snap_take_locked(sn);
 		while (sn->loading)
 			pthread_cond_wait(&snap_cond, &snap_lock);
 		same = gw_attr_same_version(&sn->ver, ver);
@@ -167,9 +351,12 @@ again:
 	sn->ver = *ver;
 	sn->refs = 1;
 	sn->loading = true;
+	/* What lingers of this directory for cr is of another version. */
+	linger_trim_locked(mono_s(), sn);
 	sn->next = snaps;
 	snaps = sn;
 	pthread_mutex_unlock(&snap_lock);
+	free_doomed();
 
 	ret = nfsc_readdir_all(gw->nfs, cr, &ino->fh, &sn->list,
 			       gw->o->dir_max_entries);
@@ -195,6 +382,7 @@ again:
 	if (!ret)
 		gw_reclaim_note_add(gw, gw_md_note_listing(gw, ino, ver,
 							   &sn->list));
+	clock_gettime(CLOCK_MONOTONIC, &sn->loaded_at);
 	pthread_mutex_lock(&snap_lock);
 	sn->loading = false;
 	sn->err = ret;
@@ -286,6 +474,14 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		if (ret != -ENOENT)
 			goto opened;
 	}
+	/* One of the caller's young snapshots: the first read says whether
+	 * it will do (a listing continued) or the version is asked. */
+	d->snap = snap_young(ino, &cr);
+	if (d->snap) {
+		d->unsure = true;
+		ret = 0;
+		goto opened;
+	}
 	/* The directory's version now: an open shares a snapshot of this
 	 * version only, never an older one; one kept before a restart
 	 * serves if it is of this version. */
@@ -346,16 +542,20 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 	uint64_t *refs = NULL;	/* node-ids referenced for this reply */
 	size_t left = size, i, nrefs = 0;
 	char *buf, *p;
+	bool aged;
 
 	if (!d) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	if (!d->snap) {
+	if (!d->snap || (d->unsure && off == 0)) {
 		/* Adopted from an earlier process (gw_dir_adopt): listed
 		 * again, the offsets the kernel has index the new listing,
-		 * the same one unless the directory changed meanwhile. */
+		 * the same one unless the directory changed meanwhile. Or a
+		 * young snapshot taken at open, read from the start: of the
+		 * directory's version now, or replaced by one that is. */
 		struct gw_inode *ino = gw_inode_get(gw, nodeid);
+		struct gw_dirsnap *sn = NULL;
 		struct nfsc_attr ver;
 		struct nfsc_cred cr;
 		int ret = -ESTALE;
@@ -363,11 +563,20 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		gw_req_cred(req, &cr);
 		if (ino)
 			ret = gw_get_attr(gw, req, ino, true, &ver);
-		if (ret >= 0)
-			ret = snap_get(gw, ino, &cr, &ver, &d->snap);
-		if (ret < 0) {
-			fuse_reply_err(req, -ret);
-			return;
+		if (ret >= 0 && d->snap &&
+		    gw_attr_same_version(&d->snap->ver, &ver)) {
+			d->unsure = false;
+		} else {
+			if (ret >= 0)
+				ret = snap_get(gw, ino, &cr, &ver, &sn);
+			if (ret < 0) {
+				fuse_reply_err(req, -ret);
+				return;
+			}
+			if (d->snap)
+				snap_put(d->snap);
+			d->snap = sn;
+			d->unsure = false;
 		}
 	}
 	buf = malloc(size);
@@ -382,6 +591,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	/* A snapshot read a while ago (it lingered): its entries'
+	 * attributes keep the time they were read, as kept ones do. */
+	aged = !d->snap->kept &&
+	       gw_elapsed_since(&d->snap->loaded_at) >= 1.0;
 	p = buf;
 	for (i = (size_t)off; i < d->snap->list.n; i++) {
 		const struct nfsc_dirent *de = &d->snap->list.ents[i];
@@ -414,6 +627,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 				gw_inode_ref_kept(gw, &de->fh, &de->attr,
 						  nodeid,
 						  &d->snap->kept_at[i]) :
+			      aged ?
+				gw_inode_ref_kept(gw, &de->fh, &de->attr,
+						  nodeid,
+						  &d->snap->loaded_at) :
 				gw_inode_ref(gw, &de->fh, &de->attr, nodeid);
 			if (ino && d->snap->kept) {
 				/* The kernel gets kept attributes: an open
@@ -434,6 +651,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 					e.attr_timeout = gw_attr_ttl_left(
 						gw, &de->attr,
 						&d->snap->kept_at[i]);
+				else if (aged)
+					e.attr_timeout = gw_attr_ttl_left(
+						gw, &de->attr,
+						&d->snap->loaded_at);
 				refs[nrefs++] = ino->nodeid;
 			}
 		}

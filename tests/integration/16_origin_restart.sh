@@ -1,5 +1,5 @@
 #!/bin/bash
-# The origin restarts under a hard mount: a read of an uncached file waits, then completes with the right bytes once the origin is back; a soft mount fails such a read with an error instead of hanging, and serves again afterwards.
+# The origin restarts under a hard mount: a read of an uncached file waits (the gateway trying the origin now and then, not spinning: its CPU ticks counted), then completes with the right bytes once the origin is back; a soft mount fails such a read with an error instead of hanging, and serves again afterwards.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 
@@ -20,7 +20,16 @@ mount_gateway "$ORIGIN_URL" "$mnt" "cache_dir=$cdir,timeo=20" || exit 1
 origin_stop origin
 ( timeout 120 sha256sum <"$mnt/second.bin" | cut -d' ' -f1 >"$work/hard.sum" ) &
 reader=$!
+sleep 1
+# Waiting is not working: a gateway whose origin refuses connections
+# tries again now and then, it does not spin (top would show it). CPU
+# ticks (1/100 s) of the gateway over 3 s of waiting.
+cpu() { awk '{ print $14 + $15 }' "/proc/$GW_PID/stat"; }
+t0=$(cpu)
 sleep 3
+t1=$(cpu)
+echo "  hard, origin down: the gateway used $((t1 - t0)) CPU ticks in 3 s" >&2
+[ $((t1 - t0)) -le 30 ] || bad "hard: the gateway used $((t1 - t0))/100 s of CPU in 3 s while its origin was down (spinning)"
 kill -0 "$reader" 2>/dev/null || bad "hard: the read ended while the origin was down (it must wait)"
 origin_start origin "$data" "$ORIGIN_NFS_PORT" "$ORIGIN_MNT_PORT" || exit 1
 wait "$reader" || bad "hard: the read failed after the origin came back"

@@ -27,6 +27,10 @@ would send them. Calls pass unchanged; so does every reply not chosen.
                   (a truncate the origin has made) is held until F is
                   removed; F.held is created when one is held. Other
                   replies pass meanwhile.
+  --slow-connect MS  FSINFO replies (a client's mount asks it once per
+                  connection) are sent MS ms late: an origin far away for
+                  the set-up of a connection only. Other replies pass
+                  meanwhile.
 Prints "ready" once listening.
 """
 import argparse
@@ -223,6 +227,13 @@ def hold(client, rec, send_lock):
         send_record(client, rec)
 
 
+def late(client, rec, send_lock, ms):
+    """Send rec ms milliseconds from now."""
+    time.sleep(ms / 1000.0)
+    with send_lock:
+        send_record(client, rec)
+
+
 def serve(client):
     up = socket.create_connection(("127.0.0.1", args.upstream))
     procs = {}
@@ -264,6 +275,11 @@ def serve(client):
                 rec = rewrite(proc, rec)
                 if args.count_file:
                     count(proc)
+                if proc == 19 and args.slow_connect:
+                    threading.Thread(target=late, daemon=True,
+                                     args=(client, rec, send_lock,
+                                           args.slow_connect)).start()
+                    continue
             with send_lock:
                 send_record(client, rec)
     except (EOFError, OSError):
@@ -289,6 +305,7 @@ def main():
     p.add_argument("--count-file")
     p.add_argument("--stale-file")
     p.add_argument("--hold-file")
+    p.add_argument("--slow-connect", type=int)
     args = p.parse_args()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
