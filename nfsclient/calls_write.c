@@ -47,10 +47,9 @@ static void sattr3_set(sattr3 *d, const struct nfsc_sattr *s)
 
 /* wcc_data: keep the "after" attributes for the caller, and the "before"
  * ones when the origin sent them. */
-static void post_wcc(struct nfsc_req *r, const wcc_data *w)
+static void wcc_to(struct nfsc_post *p, const wcc_data *w)
 {
 	const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
-	struct nfsc_post *p = r->post;
 
 	if (!p)
 		return;
@@ -63,6 +62,11 @@ static void post_wcc(struct nfsc_req *r, const wcc_data *w)
 	p->pre.mtime.tv_nsec = b->mtime.nseconds;
 	p->pre.ctime.tv_sec = b->ctime.seconds;
 	p->pre.ctime.tv_nsec = b->ctime.nseconds;
+}
+
+static void post_wcc(struct nfsc_req *r, const wcc_data *w)
+{
+	wcc_to(r->post, w);
 }
 
 static int name_ok(const char *name)
@@ -240,13 +244,14 @@ static void where_set(diropargs3 *w, struct nfsc_req *r)
 /* ---- CREATE / MKDIR / SYMLINK / MKNOD: all answer with a new object ---- */
 
 static void created_from(struct nfsc_req *r, const post_op_fh3 *fh,
-			 const post_op_attr *attr)
+			 const post_op_attr *attr, const wcc_data *dir)
 {
 	struct nfsc_created *c = r->created;
 
 	c->has_fh = fh->handle_follows &&
 		    nfsc_fh_from3(&c->fh, &fh->post_op_fh3_u.handle) == 0;
 	nfsc_post_op(attr, &c->attr, &c->has_attr);
+	wcc_to(&c->dir, dir);
 }
 
 #define CREATED_DECODE(fn, RES, U)					\
@@ -256,7 +261,8 @@ static int fn(struct nfsc_req *r, void *data, int ret)			\
 									\
 	if (!ret)							\
 		created_from(r, &res->U.resok.obj,			\
-			     &res->U.resok.obj_attributes);		\
+			     &res->U.resok.obj_attributes,		\
+			     &res->U.resok.dir_wcc);			\
 	return ret;							\
 }
 CREATED_DECODE(create_decode, CREATE3res, CREATE3res_u)

@@ -137,13 +137,6 @@ struct nfsc_sattr {
 	struct timespec atime, mtime;
 };
 
-/* What a call that makes a name returns. */
-struct nfsc_created {
-	bool has_fh, has_attr;
-	struct nfsc_fh fh;
-	struct nfsc_attr attr;
-};
-
 /* NFSv3 pre-operation attributes (wcc_attr): what the origin says the
  * object was just before the call changed it. */
 struct nfsc_wcc {
@@ -160,6 +153,15 @@ struct nfsc_post {
 	struct nfsc_attr attr;
 	bool has_pre;
 	struct nfsc_wcc pre;
+};
+
+/* What CREATE, MKDIR, SYMLINK and MKNOD answer: the new object, and the
+ * directory's wcc_data (dir: its attributes after the change). */
+struct nfsc_created {
+	bool has_fh, has_attr;
+	struct nfsc_fh fh;
+	struct nfsc_attr attr;
+	struct nfsc_post dir;
 };
 
 typedef void (*nfsc_cb)(int status, void *priv);

@@ -33,7 +33,17 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	bool has_attr = c->has_attr;
 	int ret = 0;
 
-	gw_inode_invalidate_attr(gw, parent);
+	/* The directory's attributes after the change, from the reply: the
+	 * kernel drops its own after a create and asks for them at the next
+	 * name it looks up there, and a GETATTR would cost a round trip per
+	 * file made (an untar). As after any change, what md.log keeps of
+	 * the directory is older. */
+	if (c->dir.has_attr) {
+		gw_inode_set_attr_if_newer(parent, &c->dir.attr);
+		gw_md_note_changed(gw, parent);
+	} else {
+		gw_inode_invalidate_attr(gw, parent);
+	}
 	if (!c->has_fh)
 		ret = nfsc_lookup(gw->nfs, cr, &parent->fh, name, &c->fh,
 				  &c->attr, &has_attr);

@@ -88,6 +88,25 @@ static void setattr_done(struct gw *gw, struct gw_inode *ino,
 	gw_cache_own_change(gw, ino, a, size_set);
 }
 
+/* Does the origin hold sa's mtime for ino, as far as attributes still
+ * within their timeout say, with none of our WRITEs out (each would move
+ * it)? */
+static bool kernel_times_held(struct gw *gw, struct gw_inode *ino,
+			      const struct nfsc_sattr *sa)
+{
+	struct nfsc_attr a;
+	bool held;
+
+	if (gw_inode_cached_attr(gw, ino, &a))
+		return false;
+	pthread_mutex_lock(&ino->lock);
+	held = !gw_inode_writing(ino) && ino->attr_valid &&
+	       ino->attr.mtime.tv_sec == sa->mtime.tv_sec &&
+	       ino->attr.mtime.tv_nsec == sa->mtime.tv_nsec;
+	pthread_mutex_unlock(&ino->lock);
+	return held;
+}
+
 int gw_file_truncate(struct gw *gw, struct gw_inode *ino,
 		     const struct nfsc_cred *cr)
 {
@@ -165,6 +184,24 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 			fuse_reply_err(req, -ret);
 			return;
 		}
+	}
+	/* The kernel's times (at a close, an fsync, or before a utimensat(2)
+	 * once it has written its pages) when the origin has that mtime
+	 * already: nothing to change, and a SETATTR would cost a round trip.
+	 * (The origin has it when our WRITEs came within its clock's tick of
+	 * the kernel's write(2), or a SETATTR set it.) NFSv3 cannot set a
+	 * ctime. */
+	if (kernel_times && !sa.set_size && !sa.set_mode && !sa.set_uid &&
+	    !sa.set_gid && sa.atime_how == NFSC_TIME_KEEP &&
+	    sa.mtime_how == NFSC_TIME_CLIENT && kernel_times_held(gw, ino, &sa)) {
+		pthread_mutex_lock(&ino->lock);
+		post.attr = ino->attr;
+		pthread_mutex_unlock(&ino->lock);
+		gw_attr_to_stat(&post.attr, nodeid, &out);
+		if (gw_silly_has(ino) && out.st_nlink > 0)
+			out.st_nlink--;
+		fuse_reply_attr(req, &out, gw_attr_ttl(gw, &post.attr));
+		return;
 	}
 	if (killpriv && !sa.set_size) {
 		/* Nothing left to change: the kernel gets attributes it must

@@ -12,7 +12,10 @@
  * 1. A FUSE write waits for room in the mount's write window (bytes of
  *    WRITE in flight, write_window=); it is never failed for lack of room.
  * 2. It is split into wsize UNSTABLE WRITEs issued in parallel; the reply
- *    to the kernel goes out when all have been answered.
+ *    to the kernel goes out when all have been answered. A small file
+ *    the kernel flushes whole (writeback) goes FILE_SYNC instead
+ *    (GW_SYNC_SMALL): stable at the answer, it is not listed for a
+ *    COMMIT.
  * 3. Each extent stays in the inode's uncommitted list, with the write
  *    verifier the origin gave it, until a COMMIT (flush, fsync, release, or
  *    too much uncommitted data) has been answered. A COMMIT whose verifier
@@ -48,7 +51,7 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	struct gw_extent *e;
 	struct nfsc_attr known;
 	struct wresult res;
-	bool commit_now, judge, foreign, first;
+	bool commit_now, judge, foreign, first, stable;
 	uint64_t seq;
 	int ret;
 
@@ -81,6 +84,8 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 * change by someone else every time. Such writes are taken for our
 	 * own, as without wcc. */
 	judge = ino->attr_valid && !gw_inode_writing(ino);
+	stable = writepage && off == 0 && size <= GW_SYNC_SMALL &&
+		 !ino->uncommitted && !gw_inode_writing(ino);
 	known = ino->attr;
 	seq = ++ino->writes_started;
 	pthread_mutex_unlock(&ino->lock);
@@ -92,11 +97,11 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	 * this one. A write(2) is its caller's alone. */
 	if (writepage)
 		ret = wr_send_range_as(gw, ino, &e->cred, buf, size,
-				    (uint64_t)off, false, judge ? &known : NULL,
+				    (uint64_t)off, stable, judge ? &known : NULL,
 				    &res);
 	else
 		ret = wr_send_range(gw, &f->cred, &ino->fh, buf, size,
-				 (uint64_t)off, false, judge ? &known : NULL,
+				 (uint64_t)off, stable, judge ? &known : NULL,
 				 &res);
 	memcpy(e->verf, res.verf, 8);
 	e->mixed = res.mixed;
@@ -190,11 +195,17 @@ void gw_write(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		ino->open_attr = res.post.attr;
 	ino->writes_done++;
 	pthread_cond_broadcast(&ino->fetch_cond);
-	wr_list_locked(ino, e);
+	/* FILE_SYNC: stable at the origin now (a server answers such a
+	 * WRITE only once it is), nothing to COMMIT or to resend. */
+	if (!stable) {
+		wr_list_locked(ino, e);
+		e = NULL;
+	}
 	commit_now = ino->uncommitted_bytes >= GW_COMMIT_WAIT ||
 		     (ino->uncommitted_bytes >= GW_COMMIT_AFTER &&
 		      !ino->committing);
 	pthread_mutex_unlock(&ino->lock);
+	wr_free_extents(e);
 	/* Bound what the gateway holds for resending. Before the reply: after
 	 * it, the file may be released and the inode forgotten. On failure
 	 * the extents stay listed, and the next flush meets the error again

@@ -201,8 +201,10 @@ unmount_gateway "$mnt" || bad "(c) unmount / gateway exit (log: $GW_LOG)"
 # ---- (d) a write before an origin restart, then an overlapping one after
 # it, one fsync: the lost older bytes are resent before the newer ones, so
 # the origin ends with the newer bytes
-head -c $((WS)) /dev/urandom >"$work/d.a"
-head -c $((WS)) /dev/urandom >"$work/d.b"
+# Two wsize pieces: with -o writeback a file the kernel sends whole in
+# one WRITE of up to 64 KiB goes FILE_SYNC (nothing to lose or resend).
+head -c $((2 * WS)) /dev/urandom >"$work/d.a"
+head -c $((2 * WS)) /dev/urandom >"$work/d.b"
 : >"$data/d.bin"
 mount_with "" "wsize=$WS" || exit 1
 r0=$(gw_metric "$cdir" write_resends_total)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round), `far` (5 ms, 2 rounds) and `takeover` (5 ms, 2 files, 1 round: upgrades in place and SIGKILLs of a supervised gateway) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount, process or origin behind; `takeover` refuses a kernel older than 6.9, saying so. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round), `far` (5 ms, 2 rounds), `untar` (5 ms, 12 files, 1 round, with `--old-cachegw`) and `takeover` (5 ms, 2 files, 1 round: upgrades in place and SIGKILLs of a supervised gateway) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount, process or origin behind; `takeover` refuses a kernel older than 6.9, saying so. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 for b in fio jq fincore; do
@@ -131,6 +131,22 @@ for r in rows[1:]:
     assert r[14] == "2", f"row {r[:3]} rounds {r[14]!r}"
 cold_big = rows[1 + keys.index(("default", "cold", "big"))]
 assert int(cold_big[13]) >= 1, f"cold big read took {cold_big[13]} READs"
+PY
+# untar: 12 files, 5 ms, 1 round, the same binary as --old-cachegw: 8 rows
+# (near/far x through/writeback x new/old) with numbers and the calls.
+bench 120 untar --rtt 5ms --small-files 12 --rounds 1 --old-cachegw "$CACHEGW" --quiet
+python3 - "$work/untar.csv" >"$work/untar.check" 2>&1 <<'PY' || bad "untar.csv: $(head -n 5 "$work/untar.check")"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+want = "origin,mode,binary,s,s_spread,local_s,calls_per_file,lookup,create,mkdir,write,setattr,commit,getattr,access,rounds".split(",")
+assert rows[0] == want, f"header {rows[0]}"
+keys = [(w, m, b) for w in ("near", "far") for m in ("through", "writeback") for b in ("new", "old")]
+assert [tuple(r[:3]) for r in rows[1:]] == keys, f"rows {[r[:3] for r in rows[1:]]}"
+num = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+for r in rows[1:]:
+    for i in [3, 5, 6] + list(range(7, 15)):
+        assert num.match(r[i]), f"row {r[:3]} column {want[i]} is {r[i]!r}"
+    assert int(r[8]) == 12, f"row {r[:3]}: {r[8]} CREATEs for 12 files"
 PY
 "$BENCH" far --rtt 0 >/dev/null 2>"$work/rtt.err" && bad "far --rtt 0 was accepted"
 grep -q 'bad --rtt 0' "$work/rtt.err" || bad "far --rtt 0: $(head -c 200 "$work/rtt.err")"

@@ -7,7 +7,8 @@
  * handles empty or absent, READs short or too long, READDIRPLUS in
  * rounds (cookie and verifier sent back, names the kernel would refuse
  * skipped and counted, a cap), WRITE's count and verifier, COMMIT's
- * verifier, SETATTR's times clamped to NFSv3's, CREATE's guard, the
+ * verifier, SETATTR's times clamped to NFSv3's, CREATE's guard and the
+ * directory's attributes after it, the
  * longest SYMLINK target that still fits one call. */
 #include "nfsc_fake.h"
 
@@ -301,7 +302,9 @@ static enum fake_act origin(struct fake *o, const struct fake_call *c,
 		xw_u32(w, 1);			/* a handle follows */
 		xw_fh(w, &fh2);
 		xw_post_op(w, &attr);
-		xw_wcc(w, NULL, NULL);
+		/* The directory's attributes after it (dir_wcc). */
+		attr_for(&pre, 4096, 7);
+		xw_wcc(w, NULL, &pre);
 		return FAKE_REPLY;
 	case P_SYMLINK: {
 		char target[4096];
@@ -630,6 +633,10 @@ static void others(struct nfsc *n)
 	CHECK(made.has_fh && fh_is(&made.fh, "new-file"));
 	CHECK(made.has_attr);
 	CHECK_EQ(made.attr.fileid, 99);
+	/* ... and the directory's attributes after it, from dir_wcc. */
+	CHECK(made.dir.has_attr && !made.dir.has_pre);
+	CHECK_EQ(made.dir.attr.fileid, 7);
+	CHECK_EQ(made.dir.attr.size, 4096);
 	CHECK_EQ(nfsc_create(n, &cr, &dir, "made2", NULL, false, &made), 0);
 	CHECK_EQ(seen_now().create_how, 0);
 
