@@ -159,6 +159,8 @@ printf '%s\n' "${pauses[@]}" | sort -n | awk '{ v[NR] = $1 } END {
 
 # ---- 3. after a crash, what the dead process wrote
 step "a crash after unsynced writes: committed by the successor, or EIO after an origin restart"
+wb=
+case ${CACHEGW_TEST_GW_OPTS:-} in *writeback*) wb=1 ;; esac
 for mode in plain restart; do
 	rm -f "$work/go"
 	coproc WR { "$PY" "$(dirname "$0")/../lib/held_writer.py" "$mnt/d/$mode.bin" "$work/go" 3000000 "$work/$mode.want" 2>&1; }
@@ -179,6 +181,11 @@ for mode in plain restart; do
 	if [ $mode = plain ]; then
 		[ "$l" = ok ] || bad "plain: fsync after the crash: $l, not ok"
 		cmp -s "$work/plain.want" "$data/d/plain.bin" || bad "plain: the written bytes are not at the origin"
+	elif [ -n "$wb" ] && [ "$l" = ok ]; then
+		# writeback: the kernel may have sent nothing before the
+		# origin restarted (its pages still dirty): then nothing was
+		# lost, and fsync sends them now. Ok only with every byte there.
+		cmp -s "$work/$mode.want" "$data/d/$mode.bin" || bad "restart (writeback): fsync answered ok but the origin's bytes differ: a loss not reported"
 	else
 		[ "$l" = "errno 5" ] || bad "restart: the writer's fsync after the crash answered '$l', not EIO (errno 5): a possible loss not reported"
 	fi
@@ -188,7 +195,7 @@ done
 step "a crash after an origin restart and a write of another file: EIO for the lost one, across two crashes and an upgrade"
 cat >"$work/wr2.py" <<-'PY'
 	import os, sys, time
-	a, b, step, go, n, want_b = sys.argv[1:7]
+	a, b, step, go, n, want_b, want_a = sys.argv[1:8]
 	def wait(f):
 	    while not os.path.exists(f):
 	        time.sleep(0.05)
@@ -200,7 +207,9 @@ cat >"$work/wr2.py" <<-'PY'
 	    except OSError as e:
 	        return "errno %d" % e.errno
 	fa = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-	os.write(fa, os.urandom(int(n)))
+	data = os.urandom(int(n))
+	open(want_a, "wb").write(data)
+	os.write(fa, data)
 	print("wrote a", flush=True)
 	wait(step)
 	data = os.urandom(int(n))
@@ -212,7 +221,7 @@ cat >"$work/wr2.py" <<-'PY'
 	print("a", res(fa), "b", res(fb), flush=True)
 PY
 rm -f "$work/step" "$work/go"
-coproc WR2 { "$PY" "$work/wr2.py" "$mnt/d/a.bin" "$mnt/d/b.bin" "$work/step" "$work/go" 3000000 "$work/b.want" 2>&1; }
+coproc WR2 { "$PY" "$work/wr2.py" "$mnt/d/a.bin" "$mnt/d/b.bin" "$work/step" "$work/go" 3000000 "$work/b.want" "$work/a.want" 2>&1; }
 read -r -t 30 l <&"${WR2[0]}"
 [ "$l" = "wrote a" ] || bad "other: the writer did not write a ($l)"
 sleep 1.2	# ganesha's verifier is its start time in seconds
@@ -234,10 +243,17 @@ register_serving
 touch "$work/go"
 read -r -t 60 l <&"${WR2[0]}"
 wait "$WR2_PID" 2>/dev/null
-[ "$l" = "a errno 5 b ok" ] ||
-	bad "other: the writers' fsyncs answered '$l', not 'a errno 5 b ok': a lost write taken for committed (or a kept one for lost)"
+if [ -n "$wb" ] && [ "$l" = "a ok b ok" ]; then
+	# writeback: a's pages may not have left the kernel before the
+	# origin restarted (see above): ok only with all of a there.
+	cmp -s "$work/a.want" "$data/d/a.bin" || bad "other (writeback): a's fsync answered ok but the origin's bytes differ: a loss not reported"
+else
+	[ "$l" = "a errno 5 b ok" ] ||
+		bad "other: the writers' fsyncs answered '$l', not 'a errno 5 b ok': a lost write taken for committed (or a kept one for lost)"
+fi
 cmp -s "$work/b.want" "$data/d/b.bin" || bad "other: b's bytes are not at the origin"
-grep -q 'may be lost' "$work/gw.log" || bad "the possible loss was not logged"
+# (writeback with nothing sent before the restart: nothing to log)
+case $l in *errno*) grep -q 'may be lost' "$work/gw.log" || bad "the possible loss was not logged" ;; esac
 cmp -s "$data/d/f2" "$mnt/d/f2" || bad "the mount does not read right at the end"
 
 # ---- 4. a file unlinked while open keeps its hidden name across both

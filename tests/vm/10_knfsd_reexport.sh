@@ -71,11 +71,12 @@ step "a directory of $N names through knfsd: about one origin listing"
 for d in bigdir_gw bigdir_v3 bigdir_v4; do
 	mkdir "$data/$d" && (cd "$data/$d" && seq -f "n%06g" 1 "$N" | xargs touch)
 done
-rdp() { gw_metric "$cdir" origin_readdirplus_calls_total; }
+rdp() { cache_inspect stats --cache-dir "$cdir" | awk '$1 == "origin_readdirplus_calls_total" { print $2; exit }'; }
 r0=$(rdp)
 n=$(ls -f "$mnt/bigdir_gw" | grep -c '^n')
 one=$(( $(rdp) - r0 ))
 [ "$n" = "$N" ] || bad "the gateway mount lists $n of $N names"
+[ "$one" -gt 3 ] || bad "one listing of $N names cost $one READDIRPLUS calls ('$r0' before): the count is not read"
 for c in "$c3" "$c4"; do
 	v=$(basename "$c" | cut -d. -f1)
 	d=bigdir_v3
