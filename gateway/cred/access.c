@@ -4,14 +4,20 @@
  * the origin knows root squash, ACLs and id mapping. So open asks ACCESS
  * (as the caller) before any byte is served, cached data included;
  * answers are kept per inode and credential (uid, gid and supplementary
- * groups: the origin may grant through any of them) for the attribute
- * timeout, and only while the inode's attributes show the file as it was
- * when the origin answered: a ctime, mode, owner or group that changed
- * since (seen by a GETATTR, a LOOKUP or READDIRPLUS, or made by a SETATTR
- * through the mount) drops the answer, as the Linux NFS client drops its
- * access cache. Answers are also kept across a restart (kept_md.c), aged
- * from when the origin gave them. The gateway's own WRITEs move the ctime without touching
- * permissions: gw_access_restamp carries the answers over them.
+ * groups: the origin may grant through any of them), and only while the
+ * inode's attributes show the file as it was when the origin answered: a
+ * ctime, mode, owner or group that changed since (seen by a GETATTR, a
+ * LOOKUP or READDIRPLUS, or made by a SETATTR through the mount) drops the
+ * answer, as the Linux NFS client drops its access cache. An answer holds
+ * for the attribute timeout, and past it for as long as attributes got
+ * from the origin since, themselves within their timeout, still show that
+ * file (the Linux client's rule too: its access cache lives as long as
+ * revalidated attributes show no change), so that an open's one GETATTR
+ * (close-to-open) is all it asks of the origin for a file it answered
+ * before. Answers are also kept across a restart (kept_md.c), aged from
+ * when the origin gave them. The gateway's own WRITEs move the ctime
+ * without touching permissions: gw_access_restamp carries the answers
+ * over them.
  *
  * Other replies are answers too: a LOOKUP the origin answered lets the
  * caller search the directory (ACCESS3_LOOKUP), a READDIRPLUS read it
@@ -95,11 +101,15 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_cred *cr, uint32_t want, int *ret)
 {
 	uint64_t groups = groups_hash(cr);
-	double now = now_mono();
-	bool hit = false;
+	double now = now_mono(), ttl;
+	bool hit = false, confirmed;
 	unsigned i;
 
 	pthread_mutex_lock(&ino->lock);
+	/* Attributes from the origin, within their timeout: an answer whose
+	 * stamp they show holds at any age. */
+	ttl = gw_attr_ttl(gw, &ino->attr);
+	confirmed = ino->attr_valid && gw_elapsed_since(&ino->attr_at) < ttl;
 	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
 		struct gw_access *a = &ino->access[i];
 
@@ -111,7 +121,7 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 			continue;
 		}
 		if (!a->valid || a->uid != cr->uid || a->gid != cr->gid ||
-		    a->groups != groups || now - a->at > gw_attr_ttl(gw, &ino->attr) ||
+		    a->groups != groups || (now - a->at > ttl && !confirmed) ||
 		    (a->asked & want) != want)
 			continue;
 		*ret = (a->granted & want) == want ? 0 : -EACCES;
