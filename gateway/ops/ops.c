@@ -189,7 +189,9 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 	gw_req_cred(req, &cr);
 	gen = gw_inode_attr_gen(ino);
-	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
+	ret = note ? gw_access_getattr(gw, ino, &cr, a) : -ENODATA;
+	if (ret == -ENODATA)
+		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	/* An ESTALE is the kernel's to act on; the node-id stays, whatever
 	 * one answer says: a reclaim pass gives it back once the kernel has
 	 * let go and the origin confirms (reclaim.c). */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One origin call per open on a warm cache after a restart, close-to-open kept: 60 files read by root and by uid 1000 before a restart are read by both after it with the kernel's attributes expired (acregmin=1), at most 1.1 ACCESS+GETATTR+LOOKUP per open (before: about 2, a GETATTR for the kernel and an ACCESS for the open), a file changed at the origin read new and a file chmod'ed 0600 refused; 100 statfs(2) cost 1 to 5 FSSTAT, and one after the kept answer's acregmin asks again.
+# One origin call per open on a warm cache after a restart, close-to-open kept: 60 files read by root and by uid 1000 before a restart are read by both after it with the kernel's attributes expired (acregmin=1), at most 1.1 ACCESS+GETATTR+LOOKUP per open (before: about 2, a GETATTR for the kernel and an ACCESS for the open; now the kernel's GETATTR goes as an ACCESS and is the open's check), a file changed at the origin read new and a file chmod'ed 0600 refused; 100 statfs(2) cost 1 to 5 FSSTAT, and one after the kept answer's acregmin asks again.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 test_require_cmd setpriv
