@@ -189,8 +189,14 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 	gw_req_cred(req, &cr);
 	gen = gw_inode_attr_gen(ino);
+	/* The kernel's GETATTR as an ACCESS where cr holds no answer (its
+	 * open follows); not sent, or refused for a reason a GETATTR may
+	 * not share: the GETATTR it stands for. What a GETATTR would meet
+	 * too (origin lost or not answering, the caller interrupted, the
+	 * file gone) is the answer. */
 	ret = note ? gw_access_getattr(gw, ino, &cr, a) : -ENODATA;
-	if (ret == -ENODATA)
+	if (ret && ret != -EHOSTDOWN && ret != -EINTR && ret != -ETIMEDOUT &&
+	    ret != -ECANCELED && ret != -ESTALE && ret != -ENOENT)
 		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	/* An ESTALE is the kernel's to act on; the node-id stays, whatever
 	 * one answer says: a reclaim pass gives it back once the kernel has
