@@ -19,9 +19,9 @@
  * GETATTR on the way to an open is sent as an ACCESS
  * (gw_access_getattr): its reply carries the attributes, and the open
  * finds its answer. Answers are also kept across a restart (kept_md.c),
- * aged from when the origin gave them. The gateway's own WRITEs move the ctime
- * without touching permissions: gw_access_restamp carries the answers
- * over them.
+ * aged from when the origin gave them. The gateway's own WRITEs move the
+ * ctime without touching permissions: gw_access_restamp carries the
+ * answers over them.
  *
  * Other replies are answers too: a LOOKUP the origin answered lets the
  * caller search the directory (ACCESS3_LOOKUP), a READDIRPLUS read it

@@ -10,8 +10,8 @@
  * drop_caches anywhere on the machine) and names them again, and the
  * answers freed with the gateway's inode would each cost an ACCESS
  * again, though they hold only while the inode's attributes show their
- * file, whenever they were got. A new inode (after a restart: the first LOOKUP,
- * READDIRPLUS or re-export handle that names it) starts with what was
+ * file, whenever they were got. A new inode (after a restart: the first
+ * LOOKUP, READDIRPLUS or re-export handle that names it) starts with what was
  * kept, aged by the time since the fetch, not since the restart: answers older than the
  * attribute timeout are not used, and an ACCESS answer holds only while
  * the inode's attributes (fresh from the origin as a rule, the LOOKUP or

@@ -101,8 +101,9 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 			 * (access.c), and the origin is asked again, unless
 			 * the kernel just had them from the origin for this
 			 * very open (gw_inode_take_fresh). */
-			if (!gw->o->nocto &&
-			    gw_inode_take_fresh(ino, fuse_req_ctx(req)->pid, &a)) {
+			pid_t tid = fuse_req_ctx(req)->pid;
+
+			if (!gw->o->nocto && gw_inode_take_fresh(ino, tid, &a)) {
 				ret = 0;
 				__atomic_add_fetch(&gw->cto_joined, 1,
 						   __ATOMIC_RELAXED);
