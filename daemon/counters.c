@@ -193,6 +193,9 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		M("getattr_joined_total", "counter",
 		  "GETATTRs not sent to the origin: the stat took the answer of one already in flight for the same file.",
 		  gc->getattr_joined);
+		M("cto_joined_total", "counter",
+		  "Opens whose close-to-open check was the origin's answer to the kernel's own GETATTR or LOOKUP for that open (no GETATTR of their own).",
+		  gc->cto_joined);
 		M("md_kept_listings_total", "counter",
 		  "Directories listed from what was kept before a restart instead of the origin.",
 		  gc->md_kept_listings);
@@ -200,7 +203,7 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
 		  gc->md_kept_lookups);
 		M("md_restored_access_total", "counter",
-		  "ACCESS answers kept from before that new inodes started with.",
+		  "ACCESS answers kept (before a restart, or by an inode the kernel forgot) that new inodes started with.",
 		  gc->md_restored_access);
 		M("nodes_room_refusals_total", "counter",
 		  "Creates refused with ENOSPC before reaching the origin: the node-id table had no room.",

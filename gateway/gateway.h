@@ -204,6 +204,8 @@ struct gw_counters {
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept */
 	uint64_t getattr_joined;	/* GETATTRs that joined one in flight */
+	uint64_t cto_joined;		/* opens whose close-to-open check was
+					 * the kernel's GETATTR or LOOKUP */
 	uint64_t offline_answers;	/* answered while the origin is lost */
 	/* latencies */
 	struct lat_hist origin_read_lat;	/* each origin READ of fetches */

@@ -141,6 +141,7 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->md_kept_lookups = LOAD(md_kept_lookups);
 	c->md_kept_listings = LOAD(md_kept_listings);
 	c->getattr_joined = LOAD(getattr_joined);
+	c->cto_joined = LOAD(cto_joined);
 	c->offline_answers = LOAD(offline_answers);
 #undef LOAD
 	hist_copy(&c->origin_read_lat, &gw->origin_read_lat);

@@ -167,9 +167,15 @@ struct gw {
 	pthread_mutex_t fs_lock;	/* offline.c: the last FSSTAT */
 	bool fs_known;			/* fs_lock */
 	struct nfsc_fsstat fs_last;	/* fs_lock */
+	struct timespec fs_at;		/* fs_lock: when fs_last was asked
+					 * for (CLOCK_MONOTONIC) */
 	uint64_t getattr_joined;	/* GETATTRs not sent: the request took
 					 * the answer of one in flight
 					 * (atomic) */
+	uint64_t cto_joined;		/* opens that sent no GETATTR: the
+					 * kernel's GETATTR or LOOKUP for them
+					 * had the origin's attributes
+					 * (gw_inode_take_fresh; atomic) */
 	uint64_t fetch_bytes;		/* bytes held by fetches (atomic) */
 	uint64_t fetches;		/* fetches alive (atomic) */
 	/* fill thread (fill_thread.c) */
@@ -289,6 +295,14 @@ struct gw_inode {
 	bool attr_dropped;		/* attr was let go after a change:
 					 * what md.log keeps is older too */
 	uint64_t attr_gen;		/* bumped by every attr update */
+	pid_t fresh_tid;		/* attr as the origin answered a
+					 * GETATTR or LOOKUP the kernel sent
+					 * for this thread (0: none), at */
+	struct timespec fresh_at;	/* fresh_at (CLOCK_MONOTONIC), when */
+	uint64_t fresh_gen;		/* attr_gen was fresh_gen: an open of
+					 * the same thread right after takes
+					 * it for its own close-to-open check
+					 * (gw_inode_take_fresh) */
 	struct gw_getattr *ga;		/* the GETATTR in flight that stat
 					 * requests join (ops.c), or NULL */
 	bool opened_before;		/* an open has seen attr (keep_cache) */

@@ -4,14 +4,24 @@
  * the origin knows root squash, ACLs and id mapping. So open asks ACCESS
  * (as the caller) before any byte is served, cached data included;
  * answers are kept per inode and credential (uid, gid and supplementary
- * groups: the origin may grant through any of them) for the attribute
- * timeout, and only while the inode's attributes show the file as it was
- * when the origin answered: a ctime, mode, owner or group that changed
- * since (seen by a GETATTR, a LOOKUP or READDIRPLUS, or made by a SETATTR
- * through the mount) drops the answer, as the Linux NFS client drops its
- * access cache. Answers are also kept across a restart (kept_md.c), aged
- * from when the origin gave them. The gateway's own WRITEs move the ctime without touching
- * permissions: gw_access_restamp carries the answers over them.
+ * groups: the origin may grant through any of them), and only while the
+ * inode's attributes show the file as it was when the origin answered: a
+ * ctime, mode, owner or group that changed since (seen by a GETATTR, a
+ * LOOKUP or READDIRPLUS, or made by a SETATTR through the mount) drops the
+ * answer, as the Linux NFS client drops its access cache. An answer holds
+ * for the attribute timeout, and past it, up to acregmax (acdirmax: the
+ * longest the mount trusts anything the origin said), while attributes
+ * got from the origin since, themselves within their timeout, still show
+ * that file (the Linux client keeps its access cache while revalidated
+ * attributes show no change): an open's one GETATTR (close-to-open) is
+ * then all it asks of the origin for a file answered a minute before,
+ * however young the file. Where no answer holds, the kernel's own
+ * GETATTR on the way to an open is sent as an ACCESS
+ * (gw_access_getattr): its reply carries the attributes, and the open
+ * finds its answer. Answers are also kept across a restart (kept_md.c),
+ * aged from when the origin gave them. The gateway's own WRITEs move the
+ * ctime without touching permissions: gw_access_restamp carries the
+ * answers over them.
  *
  * Other replies are answers too: a LOOKUP the origin answered lets the
  * caller search the directory (ACCESS3_LOOKUP), a READDIRPLUS read it
@@ -95,11 +105,17 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 		   const struct nfsc_cred *cr, uint32_t want, int *ret)
 {
 	uint64_t groups = groups_hash(cr);
-	double now = now_mono();
-	bool hit = false;
+	double now = now_mono(), ttl, max;
+	bool hit = false, confirmed;
 	unsigned i;
 
 	pthread_mutex_lock(&ino->lock);
+	/* Attributes from the origin, within their timeout: an answer whose
+	 * stamp they show holds up to acregmax (acdirmax), whatever its own
+	 * timeout. */
+	ttl = gw_attr_ttl(gw, &ino->attr);
+	max = ino->attr.type == NFSC_DIR ? gw->o->acdirmax : gw->o->acregmax;
+	confirmed = ino->attr_valid && gw_elapsed_since(&ino->attr_at) < ttl;
 	for (i = 0; i < GW_ACCESS_SLOTS; i++) {
 		struct gw_access *a = &ino->access[i];
 
@@ -111,7 +127,8 @@ static bool cached(struct gw *gw, struct gw_inode *ino,
 			continue;
 		}
 		if (!a->valid || a->uid != cr->uid || a->gid != cr->gid ||
-		    a->groups != groups || now - a->at > gw_attr_ttl(gw, &ino->attr) ||
+		    a->groups != groups || (now - a->at > ttl &&
+					    (!confirmed || now - a->at > max)) ||
 		    (a->asked & want) != want)
 			continue;
 		*ret = (a->granted & want) == want ? 0 : -EACCES;
@@ -260,6 +277,29 @@ int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		*has_fresh = true;
 	}
 	return (granted & want) == want ? 0 : -EACCES;
+}
+
+int gw_access_getattr(struct gw *gw, struct gw_inode *ino,
+		      const struct nfsc_cred *cr, struct nfsc_attr *a)
+{
+	struct nfsc_post post;
+	uint32_t all = mask_to_nfs(R_OK | W_OK | X_OK, false), granted = 0;
+	int ret;
+
+	GW_ASSERT_NOT_HELD(&ino->lock);
+	pthread_mutex_lock(&ino->lock);
+	ret = ino->attr.type == NFSC_REG ? 0 : -ENODATA;
+	pthread_mutex_unlock(&ino->lock);
+	if (ret || cached(gw, ino, cr, all, &ret))
+		return -ENODATA;	/* not a file, or answered: GETATTR */
+	ret = nfsc_access(gw->nfs, cr, &ino->fh, all, &granted, &post);
+	if (ret)
+		return ret;
+	remember(gw, ino, cr, all, granted, &post);
+	if (!post.has_attr)
+		return -ENODATA;
+	*a = post.attr;
+	return 0;
 }
 
 void gw_access_note_listed(struct gw *gw, struct gw_inode *dir,

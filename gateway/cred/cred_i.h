@@ -25,6 +25,15 @@ void gw_req_cred(fuse_req_t req, struct nfsc_cred *cr);
 int gw_access_check(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, int mask,
 		    struct nfsc_attr *fresh, bool *has_fresh);
+/* The kernel's GETATTR of ino for cr, where an open follows as a rule
+ * (the kernel's permission check on the way to it): a regular file for
+ * which cr holds no answer is asked as an ACCESS of every bit, whose
+ * reply carries the attributes (*a) and whose answer is kept, so that
+ * the open finds both (one call, not a GETATTR and an ACCESS). 0; the
+ * origin's -errno; -ENODATA: not a file, an answer is held, or the reply
+ * had no attributes (send a GETATTR). */
+int gw_access_getattr(struct gw *gw, struct gw_inode *ino,
+		      const struct nfsc_cred *cr, struct nfsc_attr *a);
 /* A LOOKUP in dir as cr was answered by the origin: keep that cr may
  * search dir, as an ACCESS answer (for lookups from kept names, also after
  * a restart), so that no ACCESS is asked for what the origin just showed. */

@@ -95,6 +95,45 @@ double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino)
 	return left;
 }
 
+void gw_inode_note_fresh(struct gw_inode *ino, pid_t tid)
+{
+	GW_ASSERT_NOT_HELD(&ino->lock);
+	pthread_mutex_lock(&ino->lock);
+	ino->fresh_tid = tid;
+	ino->fresh_gen = ino->attr_gen;
+	clock_gettime(CLOCK_MONOTONIC, &ino->fresh_at);
+	pthread_mutex_unlock(&ino->lock);
+}
+
+/* The kernel checks a file's attributes on the way to an OPEN: a LOOKUP
+ * when its entry expired, a GETATTR when its attributes did (its
+ * permission check, default_permissions). Each comes to the gateway
+ * after the open(2) began, so the origin's answer to it is as good a
+ * close-to-open check as a GETATTR of the OPEN's own; asking again would
+ * double the calls of every open of a file whose attributes the kernel
+ * let go (a tree read more slowly than acregmin). FUSE does not say which
+ * system call a request serves: the same thread, the attributes
+ * unchanged since, and a short time (a stat(2) by the same thread just
+ * before its open(2) looks the same, and is taken for the open's check)
+ * tell it; used once. */
+bool gw_inode_take_fresh(struct gw_inode *ino, pid_t tid,
+			 struct nfsc_attr *a)
+{
+	bool taken = false;
+
+	GW_ASSERT_NOT_HELD(&ino->lock);
+	pthread_mutex_lock(&ino->lock);
+	if (ino->fresh_tid && ino->fresh_tid == tid && ino->attr_valid &&
+	    ino->fresh_gen == ino->attr_gen &&
+	    gw_elapsed_since(&ino->fresh_at) < GW_CTO_JOIN_SEC) {
+		*a = ino->attr;
+		taken = true;
+	}
+	ino->fresh_tid = 0;
+	pthread_mutex_unlock(&ino->lock);
+	return taken;
+}
+
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out)
 {

@@ -76,6 +76,17 @@ bool gw_inode_set_attr_since(struct gw_inode *ino,
 			     const struct nfsc_attr *attr, uint64_t gen);
 bool gw_inode_set_attr_since_locked(struct gw_inode *ino,
 				    const struct nfsc_attr *attr, uint64_t gen);
+/* The kernel's GETATTR or LOOKUP for thread tid was just answered with
+ * the origin's attributes of ino (those held now): noted for
+ * gw_inode_take_fresh. */
+void gw_inode_note_fresh(struct gw_inode *ino, pid_t tid);
+/* Did the kernel, for thread tid's open of ino, just have the origin's
+ * attributes (gw_inode_note_fresh: at most GW_CTO_JOIN_SEC ago, nothing
+ * newer since)? Then *a receives them and the note is used up (true):
+ * the open's close-to-open check needs no call of its own. */
+#define GW_CTO_JOIN_SEC 0.1
+bool gw_inode_take_fresh(struct gw_inode *ino, pid_t tid,
+			 struct nfsc_attr *a);
 /* Copy the cached attributes if still fresh; 0 or -ESTALE/-ENODATA. */
 int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
 			 struct nfsc_attr *out);

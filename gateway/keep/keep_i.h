@@ -89,9 +89,14 @@ void gw_offline_count(struct gw *gw);
  * counted: offline_answers counts requests answered (once each, where
  * the reply is made: gw_offline_count). */
 int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a);
-/* STATFS: the last answer kept (gw_offline_note_fsstat), or -EHOSTDOWN. */
-void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs);
+/* STATFS: the last answer kept (gw_offline_note_fsstat, with the time
+ * the FSSTAT was sent, at), or -EHOSTDOWN. gw_fsstat_kept: the same if
+ * it was asked for less than max_age seconds ago, else -ENODATA (ask the
+ * origin). */
+void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs,
+			    const struct timespec *at);
 int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs);
+int gw_fsstat_kept(struct gw *gw, double max_age, struct nfsc_fsstat *fs);
 
 /* ---- intent.c: changes a dead process made, resent to its successor ----
  * A change as it is keyed: the operation, its directory and name, what

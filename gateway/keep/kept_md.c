@@ -5,8 +5,13 @@
  *
  * Only what was kept before this start is used (md_epoch): while it
  * runs, the gateway behaves as it always did, and what it learns serves
- * the next start. A new inode (after a restart: the first LOOKUP,
- * READDIRPLUS or re-export handle that names it) starts with what was
+ * the next start; but for ACCESS answers, which a new inode takes from
+ * this run too: the kernel forgets unused inodes (memory pressure, a
+ * drop_caches anywhere on the machine) and names them again, and the
+ * answers freed with the gateway's inode would each cost an ACCESS
+ * again, though they hold only while the inode's attributes show their
+ * file, whenever they were got. A new inode (after a restart: the first
+ * LOOKUP, READDIRPLUS or re-export handle that names it) starts with what was
  * kept, aged by the time since the fetch, not since the restart: answers older than the
  * attribute timeout are not used, and an ACCESS answer holds only while
  * the inode's attributes (fresh from the origin as a rule, the LOOKUP or
@@ -204,8 +209,7 @@ void gw_md_attach(struct gw *gw, struct gw_inode *ino)
 		struct gw_access *s;
 		struct md_access m;
 
-		if (r[i].kind != MD_ACCESS || age < 0 ||
-		    r[i].fetched_ns >= gw->md_epoch || r[i].len != sizeof(m) ||
+		if (r[i].kind != MD_ACCESS || age < 0 || r[i].len != sizeof(m) ||
 		    ino->access_next >= GW_ACCESS_SLOTS)
 			continue;
 		memcpy(&m, r[i].blob, sizeof(m));

@@ -54,12 +54,27 @@ int gw_offline_attr(struct gw *gw, struct gw_inode *ino, struct nfsc_attr *a)
 	return 0;
 }
 
-void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs)
+void gw_offline_note_fsstat(struct gw *gw, const struct nfsc_fsstat *fs,
+			    const struct timespec *at)
 {
 	pthread_mutex_lock(&gw->fs_lock);
 	gw->fs_last = *fs;
+	gw->fs_at = *at;
 	gw->fs_known = true;
 	pthread_mutex_unlock(&gw->fs_lock);
+}
+
+int gw_fsstat_kept(struct gw *gw, double max_age, struct nfsc_fsstat *fs)
+{
+	int ret = -ENODATA;
+
+	pthread_mutex_lock(&gw->fs_lock);
+	if (gw->fs_known && gw_elapsed_since(&gw->fs_at) < max_age) {
+		*fs = gw->fs_last;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&gw->fs_lock);
+	return ret;
 }
 
 int gw_offline_fsstat(struct gw *gw, struct nfsc_fsstat *fs)

@@ -125,6 +125,9 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	ino = gw_inode_ref(gw, &fh, &a, parent->nodeid);
 	if (!ino)
 		return -errno;
+	/* The origin's attributes of now, for this thread: an OPEN that
+	 * follows takes them for its close-to-open check. */
+	gw_inode_note_fresh(ino, fuse_req_ctx(req)->pid);
 	gw_inode_note_name(ino, parent->nodeid, name, &a);
 	gw_md_note_dent(gw, parent, name, ino->nodeid);
 	gw_make_entry(gw, ino, &a, e);

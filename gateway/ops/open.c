@@ -98,8 +98,19 @@ int gw_file_open(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		} else if (!fresh) {
 			/* The answer, yes or no, came from the access cache:
 			 * attributes that show a change since void it
-			 * (access.c), and the origin is asked again. */
-			ret = gw_get_attr(gw, req, ino, !gw->o->nocto, &a);
+			 * (access.c), and the origin is asked again, unless
+			 * the kernel just had them from the origin for this
+			 * very open (gw_inode_take_fresh). */
+			pid_t tid = fuse_req_ctx(req)->pid;
+
+			if (!gw->o->nocto && gw_inode_take_fresh(ino, tid, &a)) {
+				ret = 0;
+				__atomic_add_fetch(&gw->cto_joined, 1,
+						   __ATOMIC_RELAXED);
+			} else {
+				ret = gw_get_attr(gw, req, ino,
+						  !gw->o->nocto, &a);
+			}
 			if (ret >= 0) {
 				int acc = gw_access_check(gw, ino, &f->cred,
 							  mask, NULL, NULL);

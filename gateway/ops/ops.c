@@ -176,8 +176,12 @@ struct gw_getattr {
 	struct nfsc_attr a;
 };
 
+/* GETATTR at the origin for req; note: for the kernel's own GETATTR (not
+ * an open's, nor a listing's), noted as the origin's answer for req's
+ * thread (gw_inode_note_fresh: an OPEN it precedes takes it for its
+ * close-to-open check). */
 static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
-			 struct nfsc_attr *a)
+			 bool note, struct nfsc_attr *a)
 {
 	struct nfsc_cred cr;
 	uint64_t gen;
@@ -185,7 +189,15 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 
 	gw_req_cred(req, &cr);
 	gen = gw_inode_attr_gen(ino);
-	ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
+	/* The kernel's GETATTR as an ACCESS where cr holds no answer (its
+	 * open follows); not sent, or refused for a reason a GETATTR may
+	 * not share: the GETATTR it stands for. What a GETATTR would meet
+	 * too (origin lost or not answering, the caller interrupted, the
+	 * file gone) is the answer. */
+	ret = note ? gw_access_getattr(gw, ino, &cr, a) : -ENODATA;
+	if (ret && ret != -EHOSTDOWN && ret != -EINTR && ret != -ETIMEDOUT &&
+	    ret != -ECANCELED && ret != -ESTALE && ret != -ENOENT)
+		ret = nfsc_getattr(gw->nfs, &cr, &ino->fh, a);
 	/* An ESTALE is the kernel's to act on; the node-id stays, whatever
 	 * one answer says: a reclaim pass gives it back once the kernel has
 	 * let go and the origin confirms (reclaim.c). */
@@ -199,7 +211,10 @@ static int get_attr_sent(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		*a = ino->attr;
 		pthread_mutex_unlock(&ino->lock);
 	}
-	return gw_cache_check(gw, ino, a) > 0;
+	ret = gw_cache_check(gw, ino, a) > 0;
+	if (note)
+		gw_inode_note_fresh(ino, fuse_req_ctx(req)->pid);
+	return ret;
 }
 
 static void ga_put_locked(struct gw_getattr *r)
@@ -229,7 +244,7 @@ int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 	int ret;
 
 	if (force)
-		return get_attr_sent(gw, req, ino, a);
+		return get_attr_sent(gw, req, ino, false, a);
 again:
 	if (gw_inode_cached_attr(gw, ino, a) == 0)
 		return 0;
@@ -256,12 +271,12 @@ again:
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		pthread_mutex_unlock(&ino->lock);
-		return get_attr_sent(gw, req, ino, a);
+		return get_attr_sent(gw, req, ino, false, a);
 	}
 	r->refs = 1;
 	ino->ga = r;
 	pthread_mutex_unlock(&ino->lock);
-	ret = get_attr_sent(gw, req, ino, a);
+	ret = get_attr_sent(gw, req, ino, true, a);
 	pthread_mutex_lock(&ino->lock);
 	r->ret = ret;
 	if (ret >= 0)
@@ -362,12 +377,25 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
 	int ret;
 
 	(void)nodeid;
-	gw_req_cred(req, &cr);
-	ret = nfsc_fsstat(gw->nfs, &cr, nfsc_root(gw->nfs), &fs);
-	if (!ret)
-		gw_offline_note_fsstat(gw, &fs);
-	else if (ret == -EHOSTDOWN)
-		ret = gw_offline_fsstat(gw, &fs);
+	/* df, and find's fstatfs of every directory it enters, ask often:
+	 * an answer serves for acregmin seconds (the shortest the mount
+	 * trusts anything the origin said; 0 asks every time). The Linux
+	 * NFS client asks at every statfs(2); a far origin makes that a
+	 * round trip each. One answer serves every user: NFSv3's FSSTAT
+	 * reports the file system's space and files, not a user's (quotas
+	 * are the rquota protocol's). */
+	ret = gw_fsstat_kept(gw, gw->o->acregmin, &fs);
+	if (ret) {
+		struct timespec sent;
+
+		gw_req_cred(req, &cr);
+		clock_gettime(CLOCK_MONOTONIC, &sent);
+		ret = nfsc_fsstat(gw->nfs, &cr, nfsc_root(gw->nfs), &fs);
+		if (!ret)
+			gw_offline_note_fsstat(gw, &fs, &sent);
+		else if (ret == -EHOSTDOWN)
+			ret = gw_offline_fsstat(gw, &fs);
+	}
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;

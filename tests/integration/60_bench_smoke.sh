@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round), `far` (5 ms, 2 rounds), `untar` (5 ms, 12 files, 1 round, with `--old-cachegw`) and `takeover` (5 ms, 2 files, 1 round: upgrades in place and SIGKILLs of a supervised gateway) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount, process or origin behind; `takeover` refuses a kernel older than 6.9, saying so. No speed is asserted.
+# cachegw-bench smoke: `reads` (2 rounds), `strategies` (1 round), `writes` (write-back with and without the cache's copy, 1 round), `far` (5 ms, 2 rounds, with its calls per open), `untar` (5 ms, 12 files, 1 round, with `--old-cachegw`) and `takeover` (5 ms, 2 files, 1 round: upgrades in place and SIGKILLs of a supervised gateway) at tiny sizes run to the end (exit 0), print their header and table, write CSVs with the expected columns, one row per metric / strategy, numeric medians, min-max spreads, the round count, a PNG; leave no mount, process or origin behind; `takeover` refuses a kernel older than 6.9, saying so. No speed is asserted.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 for b in fio jq fincore; do
@@ -113,25 +113,30 @@ order=$(grep -oE 'round [12]: (dd|nfs-cp)' "$work/writes.err" | awk '{ print $2 
 grep -q 'bad --write-modes value bogus' "$work/bogus.err" || bad "writes --write-modes bogus: $(head -c 200 "$work/bogus.err")"
 # far: the origin 5 ms away through cachegw-latproxy against next door, 2
 # rounds: 12 rows (2 option sets x cold/warm/restart x tree/big) with
-# numbers, spreads, the calls by procedure; a cold big read took READs.
+# numbers, spreads, the calls by procedure; a cold big read took READs;
+# the calls per open printed too.
 bench 120 far --rtt 5ms --small-files 20 --size 1M --rounds 2 --quiet
 grep -q 'far: cachegw-latproxy --rtt 5 ms' "$work/far.out" || bad "far: the header does not name the proxy"
 python3 - "$work/far.csv" >"$work/far.check" 2>&1 <<'PY' || bad "far.csv: $(head -n 5 "$work/far.check")"
 import csv, re, sys
 rows = list(csv.reader(open(sys.argv[1])))
-want = "options,phase,workload,far_s,near_s,ratio,ratio_spread,far_calls,lookup,getattr,access,readdirplus,readlink,read,rounds".split(",")
+want = "options,phase,workload,far_s,near_s,ratio,ratio_spread,far_calls,lookup,getattr,access,readdirplus,fsstat,readlink,read,rounds".split(",")
 assert rows[0] == want, f"header {rows[0]}"
 keys = [(o, p, w) for o in ("default", "nocto,actimeo=600") for p in ("cold", "warm", "restart") for w in ("tree", "big")]
 assert [tuple(r[:3]) for r in rows[1:]] == keys, f"rows {[r[:3] for r in rows[1:]]}"
 num = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 for r in rows[1:]:
-    for i in list(range(3, 6)) + list(range(7, 14)):
+    for i in list(range(3, 6)) + list(range(7, 15)):
         assert num.match(r[i]), f"row {r[:3]} column {want[i]} is {r[i]!r}"
     assert re.match(r"^[0-9.]+-[0-9.]+$", r[6]), f"row {r[:3]} spread {r[6]!r}"
-    assert r[14] == "2", f"row {r[:3]} rounds {r[14]!r}"
+    assert r[15] == "2", f"row {r[:3]} rounds {r[15]!r}"
 cold_big = rows[1 + keys.index(("default", "cold", "big"))]
-assert int(cold_big[13]) >= 1, f"cold big read took {cold_big[13]} READs"
+assert int(cold_big[14]) >= 1, f"cold big read took {cold_big[14]} READs"
 PY
+# The calls per open: a row per option set, phase and workload, numbers.
+awk '/origin calls per open/ { t = 1; next } t && $1 == "default" && $2 == "restart" && $3 == "tree" { print }' "$work/far.out" |
+	grep -qE '^default +restart +tree +[0-9]+\.[0-9]{3} +[0-9.]+-[0-9.]+( +[0-9]+\.[0-9]{3}){7}$' ||
+	bad "far: no calls-per-open row for the default restart tree: $(grep -A3 'calls per open' "$work/far.out" | head -4)"
 # untar: 12 files, 5 ms, 1 round, the same binary as --old-cachegw: 8 rows
 # (near/far x through/writeback x new/old) with numbers and the calls.
 bench 120 untar --rtt 5ms --small-files 12 --rounds 1 --old-cachegw "$CACHEGW" --quiet

@@ -5,8 +5,10 @@
  * directory is LOOKUP; W_OK of a directory needs DELETE too), every bit
  * asked at once so the next check is answered without the origin; an
  * answer kept per uid, gid and supplementary groups, for the attribute
- * timeout, and only while the file's ctime, mode and owners are those it
- * was given for (an own WRITE carries it over, a mode change does not);
+ * timeout (past it, up to acregmax, while fresh attributes still show
+ * its file), and
+ * only while the file's ctime, mode and owners are those it was given
+ * for (an own WRITE carries it over, a mode change does not);
  * a LOOKUP or a READDIRPLUS answered counts as an answer (refused:
  * EACCES). With the origin lost: this run's answer at any age, else the
  * one kept in md.log, if the file is still as it was; none: EHOSTDOWN,
@@ -277,6 +279,38 @@ int main(void)
 	CHECK_EQ(check(&gw, &file, 1001, R_OK), 0);
 	CHECK_EQ(asked(), n + 2);
 	opts.acregmin = opts.acregmax = 60;
+
+	/* 8b. Past its timeout (acregmin 1 s here) an answer still holds,
+	 * up to acregmax (60 s), while attributes got since, themselves
+	 * within theirs, show the file it was given for (an open's GETATTR
+	 * confirms it); with them stale, showing another ctime, or the
+	 * answer older than acregmax, the origin is asked. (Answers aged by
+	 * hand.) */
+	opts.acregmin = 1;
+	inode_init(&ino, 13, &file_fh, &fa);
+	n = asked();
+	CHECK_EQ(check(&gw, &ino, 1010, R_OK), 0);
+	for (unsigned i = 0; i < GW_ACCESS_SLOTS; i++)
+		ino.access[i].at -= 10;
+	CHECK_EQ(check(&gw, &ino, 1010, R_OK), 0);
+	CHECK_EQ(asked(), n + 1);
+	ino.attr_at.tv_sec -= 10;		/* attributes stale too */
+	CHECK_EQ(check(&gw, &ino, 1010, R_OK), 0);
+	CHECK_EQ(asked(), n + 2);
+	clock_gettime(CLOCK_MONOTONIC, &ino.attr_at);
+	for (unsigned i = 0; i < GW_ACCESS_SLOTS; i++)
+		ino.access[i].at -= 120;	/* past acregmax */
+	CHECK_EQ(check(&gw, &ino, 1010, R_OK), 0);
+	CHECK_EQ(asked(), n + 3);
+	for (unsigned i = 0; i < GW_ACCESS_SLOTS; i++)
+		ino.access[i].at -= 10;
+	a = fa;
+	a.ctime.tv_sec += 1;			/* fresh, another version */
+	inode_seen(&ino, &a);
+	CHECK_EQ(check(&gw, &ino, 1010, R_OK), 0);
+	CHECK_EQ(asked(), n + 4);
+	pthread_mutex_destroy(&ino.lock);
+	opts.acregmin = 60;
 
 	/* Kept in md.log for what follows: 1000's answer for the file as
 	 * it is now, 1006's for another version, and 1008's reading of the
