@@ -45,8 +45,27 @@ static int add_mount_opts(struct gw_opts *o)
 	return ret ? -ENOMEM : 0;
 }
 
+/* The NLM caller name of this gateway: the host's name and its cache
+ * directory's (hashed), so that two gateways on one host are two lock
+ * clients to the origin, and a successor (same host, same cache_dir) is
+ * the same one. */
+static void lock_caller_name(const struct gw_opts *o, char *buf, size_t len)
+{
+	char host[128] = "localhost";
+	const char *p;
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	for (p = o->cache_dir ? o->cache_dir : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	snprintf(buf, len, "%s.cachegw-%08x", host, h);
+}
+
 static int open_origin(struct gw_proc *pr)
 {
+	char caller[192];
 	struct nfsc_opts no = {
 		.nconnect = pr->o->nconnect,
 		.rsize = pr->o->rsize,
@@ -55,12 +74,14 @@ static int open_origin(struct gw_proc *pr)
 		.retrans = pr->o->retrans,
 		.soft = pr->o->soft,
 		.offline = pr->o->offline,
+		.lock_caller = caller,
 	};
 	char err[512], where[1024];
 	struct nfsc_fh root;
 	struct nfsc_origin_stat os;
 	int ret;
 
+	lock_caller_name(pr->o, caller, sizeof(caller));
 	/* With offline=, a start while the origin cannot be reached uses
 	 * the root handle kept from the last mount of the same export; so
 	 * does every successor: clients wait for the origin (hard) or are
@@ -377,6 +398,9 @@ int gw_serve(struct gw_opts *o, const int fds[2], int sup_fd, int notify_fd)
 		gw_takeover_handover_begin(&pr);
 		handed = true;
 	}
+	/* Lock requests still waiting are answered (or left to the
+	 * successor) while the session can still answer them. */
+	gw_locks_stop(pr.gw);
 	/* No request runs any more, the origin is still there: what the
 	 * kernel never released (an unmount drops queued RELEASEs) is
 	 * released now. */

@@ -65,6 +65,7 @@ struct gw_opts {
 	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
 					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
+	int local_lock;			/* local_lock=: GW_LOCAL_LOCK_* */
 	bool fill_skip;			/* fill_behind=skip: fills the cache
 					 * disk cannot take now are dropped */
 	char *logfile;
@@ -82,6 +83,15 @@ struct gw_opts {
 	char *mountpoint_real;		/* absolute, for the control socket */
 	/* what is passed on to libfuse (mount options it understands) */
 	struct fuse_args fuse_args;
+};
+
+/* local_lock= (nfs(5)): which locks stay in the kernel of the gateway's
+ * host; the others are taken at the origin (lock/). */
+enum {
+	GW_LOCAL_LOCK_NONE = 0,	/* both at the origin */
+	GW_LOCAL_LOCK_ALL,	/* both local */
+	GW_LOCAL_LOCK_FLOCK,	/* flock local, fcntl at the origin */
+	GW_LOCAL_LOCK_POSIX,	/* fcntl local, flock at the origin */
 };
 
 /* ---- start.c: the gateway of one serving process ---- */
@@ -132,6 +142,10 @@ void gw_silly_stop(struct gw *gw);
 int gw_reclaim_start(struct gw *gw);	/* main thread, before gw_ctl_start */
 void gw_reclaim_stop(struct gw *gw);	/* ends passes; before gw_ctl_stop */
 void gw_reclaim_free(struct gw *gw);	/* after gw_ctl_stop */
+/* lock_wait.c: blocking lock requests still waiting answered EINTR (a
+ * successor is sent them again), the waiters' thread stopped; after the
+ * session loop, before the session is destroyed. */
+void gw_locks_stop(struct gw *gw);
 /* intent.c: */
 /* A successor, before its first request: what the last process left;
  * how many. */

@@ -16,6 +16,7 @@
 #include "gw_i.h"
 #include "inode_i.h"
 #include "keep_i.h"
+#include "lock_i.h"
 #include "read_i.h"
 #include "write_i.h"
 
@@ -64,6 +65,7 @@ void gw_use_session(struct gw *gw, struct fuse_session *se)
 
 void gw_free(struct gw *gw)
 {
+	gw_locks_free(gw);
 	free(gw);
 }
 
@@ -78,6 +80,9 @@ int gw_gateway_init(struct gw *gw)
 {
 	int ret = gw_itable_init(&gw->it, nfsc_root(gw->nfs));
 
+	if (ret)
+		return ret;
+	ret = gw_locks_init(gw);
 	if (ret)
 		return ret;
 	gw->it.evict = inode_evict;

@@ -10,6 +10,7 @@
  * the rooms below it that they use, never one above (test 52):
  *   handover/ handover_i.h open files handed over and adopted
  *   ops/      ops_i.h      the FUSE operations
+ *   lock/     lock_i.h     locks taken at the origin (NLM)
  *   write/    write_i.h    the write path
  *   read/     read_i.h     the read path and the cache object
  *   cred/     cred_i.h     credentials and ACCESS
@@ -79,6 +80,7 @@ struct cache;
 struct gw;
 struct gw_fetch;
 struct gw_inode;
+struct gw_locks;
 struct gw_owed;
 struct gw_reclaim;
 struct gw_silly_tab;
@@ -222,6 +224,9 @@ struct gw {
 	/* COMMITs owed after a crash (write_commit.c) */
 	pthread_mutex_t owed_lock;	/* before ino->lock (lock order 1c) */
 	struct gw_owed *owed;		/* set at start; entries owed_lock */
+	struct gw_locks *locks;		/* lock/: the owners of locks taken
+					 * at the origin and their waiters;
+					 * set at start, its own locks */
 	size_t nowed;			/* set at start */
 	size_t owed_left, owed_lost;	/* owed_lock */
 	pthread_t owed_thread;		/* main thread only */

@@ -1,0 +1,393 @@
+/* locks.c - fcntl, OFD and flock locks through the mount, taken at the
+ * origin with NLM (doc/locks.md).
+ *
+ * The kernel gives every lock request its owner (fi->lock_owner): a
+ * process's files for fcntl locks, the open file description for OFD and
+ * flock locks, lockd's owner for a knfsd client. Each is an NLM owner of
+ * its own: oh is the owner's id as text, svid a number given to it here
+ * (servers such as knfsd tell owners of one client by svid alone, so two
+ * owners never share one). Owners are kept per file (ino, owner) from the
+ * first lock request to the close that lets them go:
+ *   - FLUSH (a close(2) by a process) lets go that owner's locks on the
+ *     file, as POSIX says (the kernel never sends a FUSE unlock for it);
+ *   - RELEASE (the last close of an open file) lets go the locks taken
+ *     through it and still held: OFD and flock locks, whose owner is the
+ *     open file.
+ * Letting go is one NLM UNLOCK of the whole file for that owner: exactly
+ * its locks, no other owner's.
+ *
+ * flock locks are whole-file NLM locks of the open file's owner, as the
+ * Linux NFS client takes them: they conflict with fcntl locks of other
+ * owners at the origin (locally they would not).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "cred_i.h"
+#include "inode_i.h"
+#include "lock_i.h"
+
+/* svids start above the largest pid Linux gives (2^22), so that one
+ * reported back by F_GETLK is never taken for a process of this host. */
+#define SVID_BASE 0x00400000u
+
+static inline size_t bucket_of(uint64_t owner)
+{
+	return (size_t)((owner * 0x9E3779B97F4A7C15ull) >> 56) %
+	       GW_LOCK_BUCKETS;
+}
+
+int gw_lock_errno(int ret)
+{
+	switch (ret) {
+	case 0:
+	case -EAGAIN:
+	case -EDEADLK:
+	case -ESTALE:
+	case -EROFS:
+	case -EFBIG:
+	case -EINTR:
+		return -ret;
+	case -EINPROGRESS:	/* grace: only after waiting it out */
+	default:
+		return ENOLCK;
+	}
+}
+
+int gw_locks_init(struct gw *gw)
+{
+	struct gw_locks *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->wlock, NULL);
+	pthread_cond_init(&l->wcond, NULL);
+	l->next_svid = SVID_BASE;
+	gw->locks = l;
+	return 0;
+}
+
+void gw_locks_free(struct gw *gw)
+{
+	struct gw_locks *l = gw->locks;
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < GW_LOCK_BUCKETS; i++) {
+		struct gw_lock_owner *o, *next;
+
+		for (o = l->by_owner[i]; o; o = next) {
+			next = o->next;
+			free(o);
+		}
+	}
+	pthread_cond_destroy(&l->wcond);
+	pthread_mutex_destroy(&l->wlock);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+	gw->locks = NULL;
+}
+
+static void owner_oh(uint64_t owner, struct nfsc_lock *lk)
+{
+	snprintf(lk->oh, sizeof(lk->oh), "%016" PRIx64, owner);
+}
+
+/* l->lock held: (nodeid, owner)'s entry, or NULL; *svid the svid of
+ * owner on any file (0: none). */
+static struct gw_lock_owner *owner_find(struct gw_locks *l, uint64_t nodeid,
+					uint64_t owner, uint32_t *svid)
+{
+	struct gw_lock_owner *o;
+
+	if (svid)
+		*svid = 0;
+	for (o = l->by_owner[bucket_of(owner)]; o; o = o->next) {
+		if (o->owner != owner)
+			continue;
+		if (svid)
+			*svid = o->svid;
+		if (o->nodeid == nodeid)
+			return o;
+	}
+	return NULL;
+}
+
+/* l->lock held: the entry, made if new (svid: the owner's, or new). */
+static struct gw_lock_owner *owner_make(struct gw_locks *l,
+					struct gw_inode *ino, uint64_t owner,
+					uint64_t file,
+					const struct nfsc_cred *cr,
+					uint32_t want_svid)
+{
+	struct gw_lock_owner *o;
+	uint32_t svid;
+
+	o = owner_find(l, ino->nodeid, owner, &svid);
+	if (o)
+		return o;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	if (want_svid)
+		svid = want_svid;
+	if (!svid) {
+		svid = l->next_svid++;
+		if (l->next_svid >= 0x7fffffffu)
+			l->next_svid = SVID_BASE;
+	}
+	o->nodeid = ino->nodeid;
+	o->owner = owner;
+	o->file = file;
+	o->svid = svid;
+	o->fh = ino->fh;
+	o->cred = *cr;
+	o->next = l->by_owner[bucket_of(owner)];
+	l->by_owner[bucket_of(owner)] = o;
+	__atomic_add_fetch(&l->owners, 1, __ATOMIC_RELAXED);
+	return o;
+}
+
+int gw_lock_owner_get(struct gw *gw, struct gw_inode *ino, uint64_t owner,
+		      uint64_t file, const struct nfsc_cred *cr,
+		      struct nfsc_lock *lk)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *o;
+
+	pthread_mutex_lock(&l->lock);
+	o = owner_make(l, ino, owner, file, cr, 0);
+	if (o)
+		lk->svid = o->svid;
+	pthread_mutex_unlock(&l->lock);
+	if (!o)
+		return -ENOMEM;
+	owner_oh(owner, lk);
+	return 0;
+}
+
+void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
+		     uint64_t file, const struct nfsc_cred *cr,
+		     const struct nfsc_lock *lk)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *o;
+
+	__atomic_add_fetch(&l->granted, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&l->lock);
+	o = owner_make(l, ino, owner, file, cr, lk->svid);
+	if (o)
+		o->granted = true;
+	pthread_mutex_unlock(&l->lock);
+	if (!o) {
+		/* Not remembered, it could never be let go: let it go now. */
+		gw_log("locks: out of memory: a lock granted on file %llu "
+		       "is let go", (unsigned long long)ino->nodeid);
+		nfsc_unlock(gw->nfs, cr, &ino->fh, lk);
+	}
+}
+
+/* Send o's UNLOCK of the whole file and free o (taken out of the table). */
+static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
+{
+	struct nfsc_lock lk = { .svid = o->svid };
+	int ret;
+
+	if (o->granted) {
+		owner_oh(o->owner, &lk);
+		ret = nfsc_unlock(gw->nfs, &o->cred, &o->fh, &lk);
+		__atomic_add_fetch(&gw->locks->released, 1, __ATOMIC_RELAXED);
+		if (ret && ret != -ESTALE)
+			gw_log("locks: the origin's UNLOCK of file %llu failed "
+			       "(%s): its locks may stay there",
+			       (unsigned long long)o->nodeid,
+			       strerror(-ret));
+	}
+	__atomic_sub_fetch(&gw->locks->owners, 1, __ATOMIC_RELAXED);
+	free(o);
+}
+
+void gw_lock_flush(struct gw *gw, struct gw_inode *ino, uint64_t owner)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner **pp, *o = NULL;
+
+	if (!l || !__atomic_load_n(&l->owners, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (pp = &l->by_owner[bucket_of(owner)]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->owner == owner && (*pp)->nodeid == ino->nodeid) {
+			o = *pp;
+			*pp = o->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (o)
+		owner_let_go(gw, o);
+}
+
+void gw_lock_release(struct gw *gw, struct gw_inode *ino, uint64_t file)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *gone = NULL, *o, **pp;
+	size_t i;
+
+	if (!l || !__atomic_load_n(&l->owners, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < GW_LOCK_BUCKETS; i++) {
+		for (pp = &l->by_owner[i]; (o = *pp);) {
+			if (o->nodeid == ino->nodeid && o->file == file) {
+				*pp = o->next;
+				o->next = gone;
+				gone = o;
+			} else {
+				pp = &o->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	for (o = gone; o; o = gone) {
+		gone = o->next;
+		owner_let_go(gw, o);
+	}
+}
+
+/* The lock of a FUSE request as NLM gives it. */
+static void lock_range(const struct flock *fl, struct nfsc_lock *lk)
+{
+	lk->off = fl->l_start > 0 ? (uint64_t)fl->l_start : 0;
+	lk->len = fl->l_len > 0 ? (uint64_t)fl->l_len : 0;
+	lk->exclusive = fl->l_type == F_WRLCK;
+}
+
+void gw_getlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      struct flock *lock)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_locks *l = gw->locks;
+	struct nfsc_lock lk = { 0 }, holder;
+	struct nfsc_cred cr;
+	uint32_t svid = 0;
+	int ret;
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
+
+	/* The owner's own locks do not conflict: it is asked as itself. An
+	 * owner that never locked holds nothing there, and svid 0 is no
+	 * owner's. */
+	pthread_mutex_lock(&l->lock);
+	owner_find(l, ino->nodeid, fi->lock_owner, &svid);
+	pthread_mutex_unlock(&l->lock);
+	lock_range(lock, &lk);
+	lk.svid = svid;
+	owner_oh(fi->lock_owner, &lk);
+	gw_req_cred(req, &cr);
+	ret = nfsc_lock_test(gw->nfs, &cr, &ino->fh, &lk, &holder);
+	if (ret == 0) {
+		lock->l_type = F_UNLCK;
+	} else if (ret == -EAGAIN) {
+		lock->l_type = holder.exclusive ? F_WRLCK : F_RDLCK;
+		lock->l_whence = SEEK_SET;
+		lock->l_start = (off_t)(holder.off > INT64_MAX ? INT64_MAX :
+					holder.off);
+		lock->l_len = (off_t)(holder.len > INT64_MAX ? 0 : holder.len);
+		/* NLM's svid is the holder's number at its client, not a
+		 * process of this host. */
+		lock->l_pid = 0;
+	} else {
+		fuse_reply_err(req, gw_lock_errno(ret));
+		return;
+	}
+	fuse_reply_lock(req, lock);
+}
+
+/* A lock or unlock of the owner of fi, for setlk and flock. */
+static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
+		     struct fuse_file_info *fi, const struct flock *fl,
+		     bool sleep)
+{
+	struct gw *gw = req_gw(req);
+	struct gw_locks *l = gw->locks;
+	struct nfsc_lock lk = { 0 };
+	struct nfsc_cred cr;
+	uint32_t svid = 0;
+	int ret;
+	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
+
+	lock_range(fl, &lk);
+	gw_req_cred(req, &cr);
+	if (fl->l_type == F_UNLCK) {
+		/* An owner that never locked the file holds nothing. */
+		pthread_mutex_lock(&l->lock);
+		if (owner_find(l, ino->nodeid, fi->lock_owner, &svid))
+			lk.svid = svid;
+		pthread_mutex_unlock(&l->lock);
+		if (!lk.svid) {
+			fuse_reply_err(req, 0);
+			return;
+		}
+		owner_oh(fi->lock_owner, &lk);
+		ret = nfsc_unlock(gw->nfs, &cr, &ino->fh, &lk);
+		fuse_reply_err(req, ret == -ESTALE ? 0 : gw_lock_errno(ret));
+		return;
+	}
+	ret = gw_lock_owner_get(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
+	if (ret == 0) {
+		gw_lock_granted(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if (ret == -EAGAIN)
+		__atomic_add_fetch(&l->denied, 1, __ATOMIC_RELAXED);
+	/* Held by another (a blocking request waits), or the origin is in
+	 * its grace period (every request waits it out, as the Linux NFS
+	 * client does). */
+	if ((ret == -EAGAIN && sleep) || ret == -EINPROGRESS) {
+		ret = gw_lock_wait(gw, req, ino, fi->lock_owner, fi->fh, &cr,
+				   &lk, !sleep);
+		if (ret == 0)
+			return;		/* answered by the waiters' thread */
+	}
+	fuse_reply_err(req, gw_lock_errno(ret));
+}
+
+void gw_setlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      struct flock *lock, int sleep)
+{
+	set_lock(req, nodeid, fi, lock, sleep != 0);
+}
+
+void gw_flock(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      int op)
+{
+	struct flock fl = { .l_whence = SEEK_SET };
+
+	switch (op & ~LOCK_NB) {
+	case LOCK_SH:
+		fl.l_type = F_RDLCK;
+		break;
+	case LOCK_EX:
+		fl.l_type = F_WRLCK;
+		break;
+	case LOCK_UN:
+		fl.l_type = F_UNLCK;
+		break;
+	default:
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	set_lock(req, nodeid, fi, &fl, !(op & LOCK_NB));
+}
