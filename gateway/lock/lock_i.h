@@ -20,6 +20,7 @@
 #define CACHEGW_LOCK_I_H
 
 #include "gw_i.h"
+#include "gw_state.h"
 
 struct gw_lock_wait;
 
@@ -37,12 +38,16 @@ struct gw_lock_owner {
 					 * at the end */
 	struct nfsc_fh fh;
 	struct nfsc_cred cred;		/* the first locker's */
+	struct gw_lock_rec *rec;	/* its record for a successor
+					 * (gw_state.h), or NULL */
 };
 
 struct gw_locks {
 	pthread_mutex_t lock;		/* the owner table */
 	struct gw_lock_owner *by_owner[GW_LOCK_BUCKETS];	/* lock */
 	uint32_t next_svid;		/* lock */
+	uint32_t rec_hint;		/* where to look for a free record, lock */
+	bool rec_full_told;		/* lock */
 	uint64_t owners;		/* entries, atomic */
 	/* lock_wait.c */
 	pthread_mutex_t wlock;
@@ -57,8 +62,11 @@ struct gw_locks {
 };
 
 /* ---- locks.c ---- */
-/* The owner table and the waiters' state (start.c, at start); freed with
- * the gateway (waiters stopped first: gw_locks_stop). */
+/* The owner table and the waiters' state (start.c, at start); a
+ * successor takes over the owners its predecessor recorded (every one
+ * let go at the origin when its holder closes, as if granted: it may
+ * have been, just before a crash). Freed with the gateway (waiters
+ * stopped first: gw_locks_stop). */
 int gw_locks_init(struct gw *gw);
 void gw_locks_free(struct gw *gw);
 void gw_getlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,

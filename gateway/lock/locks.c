@@ -16,6 +16,11 @@
  * Letting go is one NLM UNLOCK of the whole file for that owner: exactly
  * its locks, no other owner's.
  *
+ * Each owner is recorded in the takeover state (gw_state.h) before its
+ * first LOCK goes out: a successor (an upgrade, or after a crash) has the
+ * same owners with the same svids, so the closes that come to it let go
+ * what its predecessor took.
+ *
  * flock locks are whole-file NLM locks of the open file's owner, as the
  * Linux NFS client takes them: they conflict with fcntl locks of other
  * owners at the origin (locally they would not).
@@ -29,6 +34,7 @@
 #include <sys/file.h>
 
 #include "cred_i.h"
+#include "gw_state.h"
 #include "inode_i.h"
 #include "lock_i.h"
 
@@ -59,6 +65,75 @@ int gw_lock_errno(int ret)
 	}
 }
 
+/* l->lock held: a free record of the takeover state for o (NULL: no
+ * state, or all taken: o is not kept for a successor, logged once). */
+static void rec_put(struct gw_locks *l, struct gw_lock_owner *o)
+{
+	struct gw_lock_rec *r;
+	uint32_t i;
+
+	if (!gw_state)
+		return;
+	for (i = 0; i < GW_STATE_LOCKS; i++) {
+		r = &gw_state->locks[(l->rec_hint + i) % GW_STATE_LOCKS];
+		if (__atomic_load_n(&r->nodeid, __ATOMIC_RELAXED))
+			continue;
+		l->rec_hint = (l->rec_hint + i + 1) % GW_STATE_LOCKS;
+		r->owner = o->owner;
+		r->file = o->file;
+		r->svid = o->svid;
+		r->fh = o->fh;
+		r->cred = o->cred;
+		__atomic_store_n(&r->nodeid, o->nodeid, __ATOMIC_RELEASE);
+		o->rec = r;
+		return;
+	}
+	if (!l->rec_full_told)
+		gw_log("locks: more than %u lock owners: the others are not "
+		       "kept for a successor", GW_STATE_LOCKS);
+	l->rec_full_told = true;
+}
+
+static void rec_clear(struct gw_lock_owner *o)
+{
+	if (o->rec)
+		__atomic_store_n(&o->rec->nodeid, 0, __ATOMIC_RELEASE);
+	o->rec = NULL;
+}
+
+/* A successor: the owners its predecessor recorded, as its own. */
+static int recs_adopt(struct gw_locks *l)
+{
+	struct gw_lock_owner *o;
+	size_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < GW_STATE_LOCKS; i++) {
+		struct gw_lock_rec *r = &gw_state->locks[i];
+
+		if (!__atomic_load_n(&r->nodeid, __ATOMIC_ACQUIRE))
+			continue;
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		*o = (struct gw_lock_owner){
+			.nodeid = r->nodeid, .owner = r->owner,
+			.file = r->file, .svid = r->svid, .granted = true,
+			.fh = r->fh, .cred = r->cred, .rec = r,
+		};
+		if (o->svid >= l->next_svid && o->svid < 0x7fffffffu - 1)
+			l->next_svid = o->svid + 1;
+		o->next = l->by_owner[bucket_of(o->owner)];
+		l->by_owner[bucket_of(o->owner)] = o;
+		n++;
+	}
+	__atomic_store_n(&l->owners, n, __ATOMIC_RELAXED);
+	if (n)
+		gw_log("takeover: %zu lock owners at the origin taken over",
+		       n);
+	return 0;
+}
+
 int gw_locks_init(struct gw *gw)
 {
 	struct gw_locks *l = calloc(1, sizeof(*l));
@@ -70,6 +145,8 @@ int gw_locks_init(struct gw *gw)
 	pthread_cond_init(&l->wcond, NULL);
 	l->next_svid = SVID_BASE;
 	gw->locks = l;
+	if (gw->successor && gw_state)
+		return recs_adopt(l);
 	return 0;
 }
 
@@ -149,6 +226,7 @@ static struct gw_lock_owner *owner_make(struct gw_locks *l,
 	o->svid = svid;
 	o->fh = ino->fh;
 	o->cred = *cr;
+	rec_put(l, o);
 	o->next = l->by_owner[bucket_of(owner)];
 	l->by_owner[bucket_of(owner)] = o;
 	__atomic_add_fetch(&l->owners, 1, __ATOMIC_RELAXED);
@@ -210,6 +288,7 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 			       (unsigned long long)o->nodeid,
 			       strerror(-ret));
 	}
+	rec_clear(o);
 	__atomic_sub_fetch(&gw->locks->owners, 1, __ATOMIC_RELAXED);
 	free(o);
 }

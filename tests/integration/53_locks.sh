@@ -1,12 +1,12 @@
 #!/bin/bash
-# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock=all keeps locks in the host's kernel (no conflict with A's).
+# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock=all keeps locks in the host's kernel (no conflict with A's); a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
 set -uo pipefail
-. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/test.sh" inspect
 L=$(dirname "$0")/../lib/locker.py
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-for f in f g h i k w x; do
+for f in f g h i k w x y z; do
 	head -c 4096 /dev/urandom >"$data/$f"
 done
 ORIGIN_NLM_PORT=$((ORIGIN_NFS_PORT + 3)) test_origin "$data"
@@ -44,11 +44,17 @@ hold() {
 	harness_register_pid "$held"
 	if [ "$2" = hold ]; then
 		until_in "$work/$name" locked ||
-			bad "$name: no lock taken: $(cat "$work/$name")"
+			{ bad "$name: no lock taken: $(cat "$work/$name")"; lock_logs; }
 	else
 		until_in "$work/$name" waiting ||
 			bad "$name: did not start: $(cat "$work/$name")"
 	fi
+}
+# lock_logs: what the gateways and the origin said of locks (a failure's
+# cause: ENOLCK is the origin's "no locks", e.g. its rpc.statd gone).
+lock_logs() {
+	grep -h 'lock' "$logA" "$logB" >&2
+	grep -iE 'nsm|statd' "$ORIGIN_LOG" | tail -n 4 >&2
 }
 expect() { # WHAT WANT GOT
 	[ "$3" = "$2" ] || bad "$1: expected '$2', got '$3'"
@@ -140,6 +146,43 @@ expect "A: after the killed waiter and the unlock" ok "$(try "$mntA" posix w 0 0
 expect "B: after the killed waiter and the unlock" ok "$(try "$mntB" posix w 0 0 x)"
 kill -TERM "$h7"
 wait "$h7" 2>/dev/null
+
+step "a takeover keeps the owners: an upgrade, then a SIGKILL"
+if python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
+	test_mount "supervise,logfile=$work/gwD.log"
+	mntD=$mnt cdirD=$cdir
+	gw_register_serving "$cdirD"
+	for f in y z; do
+		hold "h$f" hold "$mntD" posix w 0 0 $f
+		hf=$held
+		expect "B: $f locked through D" EAGAIN "$(try "$mntB" posix w 0 1 $f)"
+		p=$(gw_serving "$cdirD")
+		if [ $f = y ]; then
+			"$CACHEGW" "$ORIGIN_URL" "$mntD" -o "cache_dir=$cdirD,supervise,logfile=$work/gwD.log" \
+				</dev/null 2>>"$work/upgrade.err" || bad "upgrade of D: $(tail -1 "$work/upgrade.err")"
+		else
+			kill -KILL "$p"
+		fi
+		for ((i = 0; i < 200; i++)); do
+			q=$(gw_serving "$cdirD")
+			[ -n "$q" ] && [ "$q" != "$p" ] && break
+			sleep 0.1
+		done
+		[ -n "$q" ] && [ "$q" != "$p" ] || bad "D ($f): no successor"
+		gw_register_serving "$cdirD"
+		expect "B: $f after D's takeover" EAGAIN "$(try "$mntB" posix w 0 1 $f)"
+		kill -TERM "$hf"
+		wait "$hf" 2>/dev/null
+		expect "B: $f once its holder closed on D's successor" ok \
+			"$(try "$mntB" posix w 0 1 $f)"
+	done
+	grep -q 'lock owners at the origin taken over' "$work/gwD.log" ||
+		bad "D's successor did not say it took lock owners over"
+	sup=$(gw_metric "$cdirD" supervisor_pid)
+	unmount_gateway "$mntD" "$sup" "$work/gwD.log" || bad "D: unmount"
+else
+	echo "(no takeover before Linux 6.9: skipped)" >&2
+fi
 
 GW_PID=$pidA GW_LOG=$logA gw_check
 GW_PID=$pidB GW_LOG=$logB gw_check
