@@ -63,18 +63,20 @@ static void wait_interrupt(fuse_req_t req, void *data)
 	pthread_mutex_unlock(&l->wlock);
 }
 
-/* Answer w's request (err) and free w. With the interrupt function
+/* Answer w's request (err) and free w; handed: freed unanswered (the
+ * kernel sends it again to the successor). With the interrupt function
  * unset first: libfuse then waits for one running, and calls none
  * after, so none can touch w once freed. */
-static void wait_answer(struct gw *gw, struct gw_lock_wait *w, int err)
+static void wait_end(struct gw_lock_wait *w, int err, bool handed)
 {
 	fuse_req_interrupt_func(w->req, NULL, NULL);
-	if (gw->handing_over)
-		; /* the successor is sent the request again */
+	if (handed)
+		fuse_reply_none(w->req);
 	else
 		fuse_reply_err(w->req, err);
 	free(w);
 }
+
 
 /* Ask the origin for w's lock once; true when w is answered. */
 static bool wait_try(struct gw *gw, struct gw_lock_wait *w)
@@ -85,7 +87,7 @@ static bool wait_try(struct gw *gw, struct gw_lock_wait *w)
 	int ret;
 
 	if (!ino) {
-		wait_answer(gw, w, ESTALE);
+		wait_end(w, ESTALE, false);
 		return true;
 	}
 	ret = nfsc_lock(gw->nfs, &w->cred, &ino->fh, &w->lk);
@@ -105,7 +107,7 @@ static bool wait_try(struct gw *gw, struct gw_lock_wait *w)
 	}
 	if (ret == -EINTR)
 		__atomic_add_fetch(&l->interrupted, 1, __ATOMIC_RELAXED);
-	wait_answer(gw, w, gw_lock_errno(ret));
+	wait_end(w, gw_lock_errno(ret), false);
 	return true;
 }
 
@@ -157,7 +159,7 @@ static void *wait_thread(void *arg)
 		if (intr) {
 			__atomic_add_fetch(&l->interrupted, 1,
 					   __ATOMIC_RELAXED);
-			wait_answer(gw, w, EINTR);
+			wait_end(w, EINTR, false);
 			pthread_mutex_lock(&l->wlock);
 			continue;
 		}
@@ -232,9 +234,9 @@ void gw_locks_stop(struct gw *gw)
 	if (l->started)
 		pthread_join(l->thread, NULL);
 	l->started = false;
-	/* Waiters left: answered EINTR (a successor is sent them again). */
+	/* Waiters left: answered EINTR, or left to the successor. */
 	while ((w = l->waiters)) {
 		l->waiters = w->next;
-		wait_answer(gw, w, EINTR);
+		wait_end(w, EINTR, gw->handing_over);
 	}
 }

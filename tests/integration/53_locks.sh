@@ -1,5 +1,5 @@
 #!/bin/bash
-# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock=all keeps locks in the host's kernel (no conflict with A's); a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
+# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock= keeps the locks it names in the host's kernel (all: neither conflicts with A's; flock: flock does not, fcntl does); a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 L=$(dirname "$0")/../lib/locker.py
@@ -16,6 +16,8 @@ test_mount
 mntB=$mnt pidB=$GW_PID logB=$GW_LOG
 test_mount local_lock=all
 mntC=$mnt pidC=$GW_PID logC=$GW_LOG
+test_mount local_lock=flock
+mntE=$mnt pidE=$GW_PID logE=$GW_LOG
 
 # try MNT KIND TYPE START LEN FILE: the outcome of a lock taken without
 # waiting (then let go): ok or the errno's name.
@@ -69,7 +71,8 @@ expect "B: write lock past A's range" ok "$(try "$mntB" posix w 100 100 f)"
 expect "B: F_GETLK inside A's range" "w 0 100" "$(getlk "$mntB" posix w 10 5 f)"
 expect "B: F_GETLK past A's range" unlocked "$(getlk "$mntB" posix w 100 5 f)"
 expect "A (the holder's mount), another process" EAGAIN "$(try "$mntA" posix w 99 1 f)"
-expect "C (local_lock=all): not forwarded" ok "$(try "$mntC" posix w 50 10 f)"
+expect "C (local_lock=all): fcntl not forwarded" ok "$(try "$mntC" posix w 50 10 f)"
+expect "E (local_lock=flock): fcntl forwarded" EAGAIN "$(try "$mntE" posix w 50 10 f)"
 
 step "fcntl: B's read lock [200,300) seen through A"
 hold h2 hold "$mntB" posix r 200 100 f
@@ -103,6 +106,8 @@ hold h4 hold "$mntA" flock w 0 0 h
 h4=$held
 expect "B: flock LOCK_EX|LOCK_NB" EAGAIN "$(try "$mntB" flock w 0 0 h)"
 expect "B: flock LOCK_SH|LOCK_NB" EAGAIN "$(try "$mntB" flock r 0 0 h)"
+expect "C (local_lock=all): flock not forwarded" ok "$(try "$mntC" flock w 0 0 h)"
+expect "E (local_lock=flock): flock not forwarded" ok "$(try "$mntE" flock w 0 0 h)"
 kill -KILL "$h4"
 wait "$h4" 2>/dev/null
 expect "B: flock after A's holder was killed" ok "$(try "$mntB" flock w 0 0 h)"
@@ -186,6 +191,7 @@ fi
 
 GW_PID=$pidA GW_LOG=$logA gw_check
 GW_PID=$pidB GW_LOG=$logB gw_check
+unmount_gateway "$mntE" "$pidE" "$logE" || bad "E: unmount"
 unmount_gateway "$mntC" "$pidC" "$logC" || bad "C: unmount"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "B: unmount"
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "A: unmount"
