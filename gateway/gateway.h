@@ -213,6 +213,13 @@ struct gw_counters {
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept */
 	uint64_t getattr_joined;	/* GETATTRs that joined one in flight */
 	uint64_t offline_answers;	/* answered while the origin is lost */
+	/* locks at the origin (lock/) */
+	uint64_t locks_granted;		/* LOCKs granted */
+	uint64_t locks_denied;		/* held by another at the first ask */
+	uint64_t locks_waited;		/* requests that waited */
+	uint64_t locks_interrupted;	/* of them, ended by an interrupt */
+	uint64_t locks_released;	/* owners' locks let go at a close */
+	uint64_t lock_owners;		/* owners known now */
 	/* latencies */
 	struct lat_hist origin_read_lat;	/* each origin READ of fetches */
 	struct lat_hist cache_read_lat;		/* each cache read that hit */

@@ -147,6 +147,16 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->getattr_joined = LOAD(getattr_joined);
 	c->offline_answers = LOAD(offline_answers);
 #undef LOAD
+#define LOAD(f) __atomic_load_n(&gw->locks->f, __ATOMIC_RELAXED)
+	if (gw->locks) {
+		c->locks_granted = LOAD(granted);
+		c->locks_denied = LOAD(denied);
+		c->locks_waited = LOAD(waited);
+		c->locks_interrupted = LOAD(interrupted);
+		c->locks_released = LOAD(released);
+		c->lock_owners = LOAD(owners);
+	}
+#undef LOAD
 	hist_copy(&c->origin_read_lat, &gw->origin_read_lat);
 	hist_copy(&c->cache_read_lat, &gw->cache_read_lat);
 }

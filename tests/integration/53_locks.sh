@@ -11,9 +11,9 @@ for f in f g h i k w x y z; do
 done
 ORIGIN_NLM_PORT=$((ORIGIN_NFS_PORT + 3)) test_origin "$data"
 test_mount
-mntA=$mnt pidA=$GW_PID logA=$GW_LOG
+mntA=$mnt pidA=$GW_PID logA=$GW_LOG cdirA=$cdir
 test_mount
-mntB=$mnt pidB=$GW_PID logB=$GW_LOG
+mntB=$mnt pidB=$GW_PID logB=$GW_LOG cdirB=$cdir
 test_mount local_lock=all
 mntC=$mnt pidC=$GW_PID logC=$GW_LOG
 test_mount local_lock=flock
@@ -151,6 +151,21 @@ expect "A: after the killed waiter and the unlock" ok "$(try "$mntA" posix w 0 0
 expect "B: after the killed waiter and the unlock" ok "$(try "$mntB" posix w 0 0 x)"
 kill -TERM "$h7"
 wait "$h7" 2>/dev/null
+
+step "the counters"
+m() { gw_metric "$1" "$2"; }
+[ "$(m "$cdirB" locks_waited_total)" -ge 2 ] ||
+	bad "B: locks_waited_total $(m "$cdirB" locks_waited_total), not >= 2"
+[ "$(m "$cdirB" locks_interrupted_total)" -ge 1 ] ||
+	bad "B: locks_interrupted_total $(m "$cdirB" locks_interrupted_total), not >= 1"
+[ "$(m "$cdirB" locks_denied_total)" -ge 5 ] ||
+	bad "B: locks_denied_total $(m "$cdirB" locks_denied_total), not >= 5"
+[ "$(m "$cdirA" locks_released_total)" -ge 5 ] ||
+	bad "A: locks_released_total $(m "$cdirA" locks_released_total), not >= 5"
+[ "$(m "$cdirA" origin_lock_calls_total)" -gt "$(m "$cdirA" locks_granted_total)" ] ||
+	bad "A: origin_lock_calls_total $(m "$cdirA" origin_lock_calls_total) not above locks_granted_total"
+[ "$(m "$cdirA" lock_owners)" = 0 ] ||
+	bad "A: lock_owners $(m "$cdirA" lock_owners) with every holder gone"
 
 step "a takeover keeps the owners: an upgrade, then a SIGKILL"
 if python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
