@@ -64,6 +64,8 @@ struct nfsc_nlm {
 	struct nlm_call *wait_head, *wait_tail;	/* not yet sent */
 	uint64_t next_try_ns;		/* connect again from then on */
 	bool told_down;			/* the failure was logged */
+	bool absent;			/* the last connect found no lock
+					 * manager there */
 	struct nfsc_cred auth_cred;	/* what rpc's AUTH carries */
 	bool auth_set;
 	uint64_t calls, errors;		/* atomic */
@@ -189,22 +191,31 @@ static void connect_done(struct rpc_context *rpc, int status, void *data,
 			 void *priv)
 {
 	struct nfsc_nlm *m = priv;
+	const char *msg;
 
 	(void)rpc;
 	if (status == RPC_STATUS_SUCCESS) {
 		m->state = NLM_UP;
+		m->absent = false;
 		if (m->told_down)
 			fprintf(stderr, "cachegw: lock manager (NLM) of %s "
 				"connected\n", m->n->server);
 		return;
 	}
+	msg = status == RPC_STATUS_ERROR && data ? (char *)data : "cancelled";
 	if (!m->told_down)
 		fprintf(stderr, "cachegw: cannot reach the lock manager (NLM) "
-			"of %s: %s\n", m->n->server,
-			status == RPC_STATUS_ERROR && data ? (char *)data :
-			"cancelled");
+			"of %s: %s\n", m->n->server, msg);
 	m->told_down = true;
 	m->dead = true;
+	/* The origin answers and has no lock manager (rpcbind has none
+	 * registered: "Program is not available"; nobody listens on
+	 * nlmport=: the connect is refused, "POLLHUP"): no locks there, now
+	 * (ENOLCK, as the Linux NFS client answers), rather than waiting
+	 * for one that may never come. An origin that does not answer at
+	 * all (a timeout) is waited for (hard) like any call. */
+	if (!strstr(msg, "imeout") && !strstr(msg, "timed out"))
+		m->absent = true;
 }
 
 static void teardown(struct nfsc_nlm *m)
@@ -381,9 +392,11 @@ static void *nlm_thread(void *arg)
 			teardown(m);
 			m->next_try_ns = nfsc_now_ns() + 1000000000u;
 			/* soft: a lock manager that cannot be reached fails
-			 * the calls waiting for it; hard: they wait. */
-			if (m->n->opts.soft)
+			 * the calls waiting for it; hard: they wait, unless
+			 * the origin said it has none. */
+			if (m->n->opts.soft || m->absent)
 				fail_waiting(m, -ENOLCK);
+			m->absent = false;
 		}
 	}
 	/* Stopping: what waits is cancelled; then what is in flight. */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock= keeps the locks it names in the host's kernel (all: neither conflicts with A's; flock: flock does not, fcntl does); a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
+# Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock= keeps the locks it names in the host's kernel (all: neither conflicts with A's; flock: flock does not, fcntl does); a gateway told an NLM port where nothing listens answers ENOLCK at once; a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 L=$(dirname "$0")/../lib/locker.py
@@ -18,6 +18,11 @@ test_mount local_lock=all
 mntC=$mnt pidC=$GW_PID logC=$GW_LOG
 test_mount local_lock=flock
 mntE=$mnt pidE=$GW_PID logE=$GW_LOG
+# F: told a port where no lock manager listens.
+TEST_URL=${ORIGIN_URL/nlmport=*/nlmport=$((ORIGIN_NFS_PORT + 4))}
+test_mount
+unset TEST_URL
+mntF=$mnt pidF=$GW_PID logF=$GW_LOG
 
 # try MNT KIND TYPE START LEN FILE: the outcome of a lock taken without
 # waiting (then let go): ok or the errno's name.
@@ -61,6 +66,11 @@ lock_logs() {
 expect() { # WHAT WANT GOT
 	[ "$3" = "$2" ] || bad "$1: expected '$2', got '$3'"
 }
+
+step "no lock manager at the origin's port: ENOLCK at once"
+expect "F: fcntl lock" ENOLCK "$(try "$mntF" posix w 0 1 f)"
+expect "F: flock" ENOLCK "$(try "$mntF" flock w 0 0 f)"
+grep -q 'cannot reach the lock manager' "$logF" || bad "F did not say why"
 
 step "fcntl: A's write lock [0,100) seen through B"
 hold h1 hold "$mntA" posix w 0 100 f
@@ -206,6 +216,7 @@ fi
 
 GW_PID=$pidA GW_LOG=$logA gw_check
 GW_PID=$pidB GW_LOG=$logB gw_check
+unmount_gateway "$mntF" "$pidF" "$logF" || bad "F: unmount"
 unmount_gateway "$mntE" "$pidE" "$logE" || bad "E: unmount"
 unmount_gateway "$mntC" "$pidC" "$logC" || bad "C: unmount"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "B: unmount"
