@@ -29,6 +29,7 @@
 #include <nfsc/libnfs-raw-nlm.h>
 
 enum { NLM_DOWN, NLM_CONNECTING, NLM_UP };
+#define NLM_CALL_FAILURES 5
 
 struct nlm_call {
 	struct nlm_call *next;
@@ -39,6 +40,7 @@ struct nlm_call {
 	struct nfsc_lock lk;
 	struct nfsc_lock *holder;	/* TEST: the conflicting lock */
 	unsigned tries;			/* timeouts seen */
+	unsigned failures;		/* connections that failed under it */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;			/* lock */
@@ -184,6 +186,16 @@ static void call_reply(struct rpc_context *rpc, int status, void *data,
 		return;
 	}
 	m->dead = true;
+	/* A connection that fails under the same call again and again is
+	 * more likely the call refused (an RPC error reply) than the
+	 * network: given up on after a few. */
+	if (++c->failures > NLM_CALL_FAILURES) {
+		fprintf(stderr, "cachegw: a lock call to %s failed %u times: "
+			"%s\n", m->n->server, c->failures,
+			data ? (char *)data : "cancelled");
+		call_done(c, -ENOLCK);
+		return;
+	}
 	wait_push(m, c);
 }
 
