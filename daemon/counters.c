@@ -241,7 +241,7 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 
 			nfsc_lock_stat(pr->nfs, &calls, &errors);
 			M("origin_lock_calls_total", "counter",
-			  "NLM calls (TEST, LOCK, UNLOCK, CANCEL) sent to the origin's lock manager.",
+			  "NLM calls (TEST, LOCK, UNLOCK) sent to the origin's lock manager.",
 			  calls);
 			M("origin_lock_call_errors_total", "counter",
 			  "Of them, answered other than granted (denials count).",

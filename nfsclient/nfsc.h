@@ -430,12 +430,8 @@ int nfsc_lock(struct nfsc *n, const struct nfsc_cred *cr,
 	      const struct nfsc_fh *fh, const struct nfsc_lock *lk);
 int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, const struct nfsc_lock *lk);
-/* CANCEL a blocked LOCK of lk's owner and range (none is ever left
- * blocked at the origin: each LOCK is non-blocking; sent for a lock the
- * caller gave up on, in case a server blocked it anyway). */
-int nfsc_lock_cancel(struct nfsc *n, const struct nfsc_cred *cr,
-		     const struct nfsc_fh *fh, const struct nfsc_lock *lk);
-/* NLM calls sent, and of them ended with an error (denials count). */
+/* NLM calls sent, and of them ended with an error (denials count). No
+ * CANCEL is ever needed: no LOCK is left blocked at the origin. */
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls,
 		    uint64_t *errors);
 

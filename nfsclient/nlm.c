@@ -34,7 +34,7 @@ enum { NLM_DOWN, NLM_CONNECTING, NLM_UP };
 struct nlm_call {
 	struct nlm_call *next;
 	struct nfsc_nlm *m;
-	int proc;			/* NLM4_TEST, _LOCK, _CANCEL, _UNLOCK */
+	int proc;			/* NLM4_TEST, _LOCK, _UNLOCK */
 	struct nfsc_cred cred;
 	struct nfsc_fh fh;
 	struct nfsc_lock lk;
@@ -148,9 +148,6 @@ static void call_reply(struct rpc_context *rpc, int status, void *data,
 		}
 		case NLM4_LOCK:
 			st = ((NLM4_LOCKres *)data)->status;
-			break;
-		case NLM4_CANCEL:
-			st = ((NLM4_CANCres *)data)->status;
 			break;
 		default:
 			st = ((NLM4_UNLOCKres *)data)->status;
@@ -320,13 +317,6 @@ static int issue(struct nfsc_nlm *m, struct nlm_call *c)
 				    .lock = lk };
 
 		ret = rpc_nlm4_lock_async(m->rpc, call_reply, &a, c);
-		break;
-	}
-	case NLM4_CANCEL: {
-		NLM4_CANCargs a = { .block = 0, .exclusive = c->lk.exclusive,
-				    .lock = lk };
-
-		ret = rpc_nlm4_cancel_async(m->rpc, call_reply, &a, c);
 		break;
 	}
 	default: {
@@ -574,12 +564,6 @@ int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, const struct nfsc_lock *lk)
 {
 	return nlm_call(n, NLM4_UNLOCK, cr, fh, lk, NULL);
-}
-
-int nfsc_lock_cancel(struct nfsc *n, const struct nfsc_cred *cr,
-		     const struct nfsc_fh *fh, const struct nfsc_lock *lk)
-{
-	return nlm_call(n, NLM4_CANCEL, cr, fh, lk, NULL);
 }
 
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls, uint64_t *errors)
