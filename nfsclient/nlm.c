@@ -13,8 +13,10 @@
  * lock room), so no NLM_GRANTED callback is ever needed.
  *
  * Hard and soft as the pool's calls: a call that times out is sent again,
- * for ever (hard) or retrans times, then -ENOLCK (soft). While the origin
- * is lost (offline=) every call fails at once with -ENOLCK.
+ * for ever (hard) or retrans times, then -ENOLCK (soft). An origin that
+ * answers without a lock manager (none registered, nobody at nlmport=)
+ * fails the calls with -ENOLCK at once, as does an origin lost
+ * (offline=).
  */
 #include <errno.h>
 #include <poll.h>
@@ -66,6 +68,8 @@ struct nfsc_nlm {
 	struct nlm_call *wait_head, *wait_tail;	/* not yet sent */
 	uint64_t next_try_ns;		/* connect again from then on */
 	bool told_down;			/* the failure was logged */
+	unsigned refusals;		/* "no locks" answers (logged 1 in
+					 * 100) */
 	bool absent;			/* the last connect found no lock
 					 * manager there */
 	struct nfsc_cred auth_cred;	/* what rpc's AUTH carries */
@@ -153,7 +157,7 @@ static void call_reply(struct rpc_context *rpc, int status, void *data,
 			st = ((NLM4_UNLOCKres *)data)->status;
 			break;
 		}
-		if (nlm_errno(st) == -ENOLCK)
+		if (nlm_errno(st) == -ENOLCK && m->refusals++ % 100 == 0)
 			fprintf(stderr, "cachegw: the lock manager (NLM) of %s "
 				"refused a lock call: %s\n", m->n->server,
 				st == NLM4_DENIED_NOLOCKS ? "no locks" :
