@@ -52,8 +52,10 @@
  *      waiter (nfsc_waiter, write.c), the hidden-name table's lock (silly.c; held
  *      across its file's write, never across an origin call), the
  *      open-handle list's lock (handles.c), the user database's groups
- *      (groups.c; never held across NSS): leaves, nothing is taken
- *      while holding them.
+ *      (groups.c; never held across NSS), the lock owners' table and the
+ *      lock waiters' list (lock/: never held across an origin call nor
+ *      fuse_req_interrupt_func): leaves, nothing is taken while holding
+ *      them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.
