@@ -231,6 +231,35 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		M("offline_answers_total", "counter",
 		  "Requests (GETATTR, LOOKUP, READDIR, ACCESS, READLINK, STATFS) answered from what the gateway holds while the origin was lost, each once.",
 		  gc->offline_answers);
+		M("locks_granted_total", "counter",
+		  "Locks the origin granted (NLM LOCK), at once or after a wait.",
+		  gc->locks_granted);
+		M("locks_denied_total", "counter",
+		  "Lock requests the origin refused at first: another owner held the range.",
+		  gc->locks_denied);
+		M("locks_waited_total", "counter",
+		  "Blocking lock requests that waited for the range to be freed (or the origin's grace period).",
+		  gc->locks_waited);
+		M("locks_interrupted_total", "counter",
+		  "Of them, ended by a signal (EINTR); none left a lock at the origin.",
+		  gc->locks_interrupted);
+		M("locks_released_total", "counter",
+		  "Owners whose locks on a file were let go at the origin at a close.",
+		  gc->locks_released);
+		M("lock_owners", "gauge",
+		  "Lock owners (per file) the gateway knows of now.",
+		  gc->lock_owners);
+		if (pr->nfs) {
+			uint64_t calls, errors;
+
+			nfsc_lock_stat(pr->nfs, &calls, &errors);
+			M("origin_lock_calls_total", "counter",
+			  "NLM calls (TEST, LOCK, UNLOCK) sent to the origin's lock manager.",
+			  calls);
+			M("origin_lock_call_errors_total", "counter",
+			  "Of them, answered other than granted (denials count).",
+			  errors);
+		}
 	}
 #undef M
 	return n;
@@ -377,11 +406,14 @@ static void print_hist(const struct lat_hist *h, const char *name,
 void gw_metrics_print(struct gw_proc *pr, FILE *out, bool prometheus)
 {
 	struct gw_counters gc;
-	struct metric m[64];
+	/* More than collect() makes: one past it would be dropped unseen. */
+	struct metric m[96];
 	size_t n, i;
 
 	gw_counters(pr->gw, &gc);
-	n = collect(pr, &gc, m, 64);
+	n = collect(pr, &gc, m, sizeof(m) / sizeof(m[0]));
+	if (n == sizeof(m) / sizeof(m[0]))
+		gw_log("BUG: metrics: the table is full, some are not shown");
 
 	for (i = 0; i < n; i++) {
 		if (prometheus)

@@ -186,8 +186,10 @@ int gw_supervise(struct gw_opts *o, const int fds[2], struct nfsc *origin,
 
 
 /* ---- serve.c ---- */
-/* The origin's connection options, from the gateway's. */
-void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no);
+/* The origin's connection options, from the gateway's; caller: room
+ * for the NLM caller name no points to (192 bytes). */
+void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no,
+		    char *caller, size_t clen);
 /* One serving process. fds as above; origin: the origin already
  * reached (an upgrade connects and mounts before it asks the serving
  * process to stop, so that its pause holds no round trip of that), now

@@ -101,6 +101,9 @@ const struct gw_opt_row gw_opt_table[] = {
 	    "seconds a directory's attributes are cached, at most"),
 	FLAG("nocto", nocto, 0, "cto",
 	     "no attribute check on open, or one"),
+	CHOICE("local_lock", local_lock, 0, "none|all|flock|posix",
+	       "locks kept in this host's kernel (as nfs(5)): none (fcntl and "
+	       "flock locks taken at the origin), all, flock or posix"),
 	NUM("offline", offline, 0, 0, 86400, "S",
 	    "origin silent S seconds: serve what the cache holds, fail what "
 	    "it does not (EHOSTDOWN); start without the origin from a warm "

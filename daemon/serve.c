@@ -45,8 +45,28 @@ static int add_mount_opts(struct gw_opts *o)
 	return ret ? -ENOMEM : 0;
 }
 
-void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no)
+/* The NLM caller name of this gateway: the host's name and its cache
+ * directory's (hashed), so that two gateways on one host are two lock
+ * clients to the origin, and a successor (same host, same cache_dir) is
+ * the same one. */
+static void lock_caller_name(const struct gw_opts *o, char *buf, size_t len)
 {
+	char host[128] = "localhost";
+	const char *p;
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	for (p = o->cache_dir ? o->cache_dir : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	snprintf(buf, len, "%s.cachegw-%08x", host, h);
+}
+
+void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no,
+		    char *caller, size_t clen)
+{
+	lock_caller_name(o, caller, clen);
 	*no = (struct nfsc_opts){
 		.nconnect = o->nconnect,
 		.rsize = o->rsize,
@@ -55,18 +75,19 @@ void gw_origin_opts(const struct gw_opts *o, struct nfsc_opts *no)
 		.retrans = o->retrans,
 		.soft = o->soft,
 		.offline = o->offline,
+		.lock_caller = caller,
 	};
 }
 
 static int open_origin(struct gw_proc *pr, struct nfsc *pre)
 {
 	struct nfsc_opts no;
-	char err[512], where[1024];
+	char err[512], where[1024], caller[192];
 	struct nfsc_fh root;
 	struct nfsc_origin_stat os;
 	int ret;
 
-	gw_origin_opts(pr->o, &no);
+	gw_origin_opts(pr->o, &no, caller, sizeof(caller));
 	if (pre) {
 		pr->nfs = pre;
 		goto opened;
@@ -392,6 +413,9 @@ int gw_serve(struct gw_opts *o, const int fds[2], struct nfsc *origin,
 		gw_takeover_handover_begin(&pr);
 		handed = true;
 	}
+	/* Lock requests still waiting are answered (or left to the
+	 * successor) while the session can still answer them. */
+	gw_locks_stop(pr.gw);
 	/* No request runs any more, the origin is still there: what the
 	 * kernel never released (an unmount drops queued RELEASEs) is
 	 * released now. */

@@ -65,6 +65,7 @@ struct gw_opts {
 	uint64_t dirty_max;		/* writeback: bdi max_bytes, strict
 					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
+	int local_lock;			/* local_lock=: GW_LOCAL_LOCK_* */
 	bool fill_skip;			/* fill_behind=skip: fills the cache
 					 * disk cannot take now are dropped */
 	char *logfile;
@@ -82,6 +83,15 @@ struct gw_opts {
 	char *mountpoint_real;		/* absolute, for the control socket */
 	/* what is passed on to libfuse (mount options it understands) */
 	struct fuse_args fuse_args;
+};
+
+/* local_lock= (nfs(5)): which locks stay in the kernel of the gateway's
+ * host; the others are taken at the origin (lock/). */
+enum {
+	GW_LOCAL_LOCK_NONE = 0,	/* both at the origin */
+	GW_LOCAL_LOCK_ALL,	/* both local */
+	GW_LOCAL_LOCK_FLOCK,	/* flock local, fcntl at the origin */
+	GW_LOCAL_LOCK_POSIX,	/* fcntl local, flock at the origin */
 };
 
 /* ---- start.c: the gateway of one serving process ---- */
@@ -138,6 +148,10 @@ void gw_listings_init(void);
 void gw_listings_free(void);
 /* How many listings no open holds are kept, and their entries. */
 void gw_listings_kept(uint64_t *listings, uint64_t *entries);
+/* lock_wait.c: blocking lock requests still waiting answered EINTR (a
+ * successor is sent them again), the waiters' thread stopped; after the
+ * session loop, before the session is destroyed. */
+void gw_locks_stop(struct gw *gw);
 /* intent.c: */
 /* A successor, before its first request: what the last process left;
  * how many. */
@@ -207,6 +221,13 @@ struct gw_counters {
 	uint64_t cto_joined;		/* opens whose close-to-open check was
 					 * the kernel's GETATTR or LOOKUP */
 	uint64_t offline_answers;	/* answered while the origin is lost */
+	/* locks at the origin (lock/) */
+	uint64_t locks_granted;		/* LOCKs granted */
+	uint64_t locks_denied;		/* held by another at the first ask */
+	uint64_t locks_waited;		/* requests that waited */
+	uint64_t locks_interrupted;	/* of them, ended by an interrupt */
+	uint64_t locks_released;	/* owners' locks let go at a close */
+	uint64_t lock_owners;		/* owners known now */
 	/* latencies */
 	struct lat_hist origin_read_lat;	/* each origin READ of fetches */
 	struct lat_hist cache_read_lat;		/* each cache read that hit */

@@ -16,6 +16,9 @@
  *     process acknowledged survived (their COMMIT answers the same
  *     verifier), and the write error the writer has not been told yet;
  *   - the changes sent to the origin and not yet answered (intent.c);
+ *   - the owners of locks taken at the origin (lock/locks.c): a
+ *     successor lets them go when their holders close, as the process
+ *     that took them would have;
  *   - takeover counters (generation, pause) and pids for the metrics.
  * The records are written by the request path without a lock: a record's
  * id is stored last (release) and cleared first; a successor reads them
@@ -32,10 +35,11 @@
 #define GW_STATE_MAGIC 0x31746174737767ULL	/* "gwstat1" */
 /* Bump when struct gw_state or struct gw_hrec change: an upgrade to a
  * binary of another version is refused before the old process stops. */
-#define GW_STATE_VERSION 2
+#define GW_STATE_VERSION 3
 #define GW_STATE_INIT_MAX 512
 #define GW_STATE_SLOTS (1024u * 4096u)	/* handles.c: H_PAGE * H_PAGES */
 #define GW_STATE_INTENTS 512u
+#define GW_STATE_LOCKS 4096u
 
 enum { GW_HREC_FILE = 1, GW_HREC_DIR = 2 };
 
@@ -73,6 +77,19 @@ struct gw_intent_rec {
 					 * verifier; zeros: none */
 };
 
+/* A lock owner's locks on one file at the origin (lock/locks.c): written
+ * before its first LOCK is sent (so a lock granted just before a crash is
+ * let go too), cleared once they are let go. */
+struct gw_lock_rec {
+	uint64_t nodeid;		/* 0: a free slot; stored last */
+	uint64_t owner;			/* the kernel's lock owner */
+	uint64_t file;			/* fi->fh it first locked through */
+	uint32_t svid;			/* its NLM svid */
+	uint32_t pad;
+	struct nfsc_fh fh;
+	struct nfsc_cred cred;
+};
+
 struct gw_state {
 	uint64_t magic;
 	uint32_t version;
@@ -99,6 +116,8 @@ struct gw_state {
 	/* Changes at the origin sent and not yet answered to the kernel
 	 * (intent.c): one per operation. */
 	struct gw_intent_rec intents[GW_STATE_INTENTS];
+	/* Owners of locks taken at the origin (lock/locks.c). */
+	struct gw_lock_rec locks[GW_STATE_LOCKS];
 	struct gw_hrec recs[];		/* GW_STATE_SLOTS */
 };
 

@@ -16,6 +16,7 @@
 #include "gw_i.h"
 #include "inode_i.h"
 #include "keep_i.h"
+#include "lock_i.h"
 #include "read_i.h"
 #include "write_i.h"
 
@@ -64,6 +65,7 @@ void gw_use_session(struct gw *gw, struct fuse_session *se)
 
 void gw_free(struct gw *gw)
 {
+	gw_locks_free(gw);
 	free(gw);
 }
 
@@ -78,6 +80,9 @@ int gw_gateway_init(struct gw *gw)
 {
 	int ret = gw_itable_init(&gw->it, nfsc_root(gw->nfs));
 
+	if (ret)
+		return ret;
+	ret = gw_locks_init(gw);
 	if (ret)
 		return ret;
 	gw->it.evict = inode_evict;
@@ -143,6 +148,16 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->getattr_joined = LOAD(getattr_joined);
 	c->cto_joined = LOAD(cto_joined);
 	c->offline_answers = LOAD(offline_answers);
+#undef LOAD
+#define LOAD(f) __atomic_load_n(&gw->locks->f, __ATOMIC_RELAXED)
+	if (gw->locks) {
+		c->locks_granted = LOAD(granted);
+		c->locks_denied = LOAD(denied);
+		c->locks_waited = LOAD(waited);
+		c->locks_interrupted = LOAD(interrupted);
+		c->locks_released = LOAD(released);
+		c->lock_owners = LOAD(owners);
+	}
 #undef LOAD
 	hist_copy(&c->origin_read_lat, &gw->origin_read_lat);
 	hist_copy(&c->cache_read_lat, &gw->cache_read_lat);

@@ -25,6 +25,10 @@
 #                                        ($GANESHA_FSAL_OPTS, if set: more
 #                                        of the export's FSAL block, e.g.
 #                                        "fsid_type = Major64;")
+#                                        (with ORIGIN_NLM_PORT=N in the
+#                                        environment: NLM served on port N,
+#                                        rpc.statd started: origin_url
+#                                        adds nlmport=N)
 #   origin_stop NAME                     stop that ganesha, wait for exit
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
 #   store_start NAME PORT, store_stop NAME, store_wipe NAME, store_sql NAME SQL
@@ -64,6 +68,7 @@ _HARNESS_MOUNTS=()
 _HARNESS_DIRS=()
 _HARNESS_ORIGINS=()
 _HARNESS_RPCBIND_PID=
+_HARNESS_STATD_PID=
 _HARNESS_CLEANED=
 
 hlog() { printf '[harness] %s\n' "$*" >&2; }
@@ -223,6 +228,10 @@ harness_cleanup() {
 	for ((i = ${#_HARNESS_ORIGINS[@]} - 1; i >= 0; i--)); do
 		origin_stop "${_HARNESS_ORIGINS[i]}"
 	done
+	if [ -n "$_HARNESS_STATD_PID" ]; then
+		pid_stop "$_HARNESS_STATD_PID" 5
+		_HARNESS_STATD_PID=
+	fi
 	if [ -n "$_HARNESS_RPCBIND_PID" ]; then
 		pid_stop "$_HARNESS_RPCBIND_PID" 5
 		_HARNESS_RPCBIND_PID=
@@ -319,21 +328,60 @@ harness_rpcbind_ensure() {
 	return 1
 }
 
+# rpc.statd (nfs-common), which a ganesha serving NLM asks to monitor its
+# clients (SM_MON): one registered with rpcbind is used; else one is
+# started with its state in a scratch dir, in the foreground, and stopped
+# by pid at cleanup (as rpcbind: only if it is ours and still runs).
+_statd_up() {
+	rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1
+}
+
+harness_statd_ensure() {
+	local i pid dir
+	_statd_up && return 0
+	if ! command -v rpc.statd >/dev/null 2>&1; then
+		hlog "rpc.statd not installed (apt-get install nfs-common)"
+		return 1
+	fi
+	dir=$(harness_tmpdir statd) || return 1
+	mkdir -p "$dir/sm" "$dir/sm.bak"
+	rpc.statd -F -L -P "$dir" >"$dir/log" 2>&1 </dev/null &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		if _statd_up; then
+			if pid_alive "$pid"; then
+				_HARNESS_STATD_PID=$pid
+				_harness_record pid "$pid"
+			fi
+			return 0
+		fi
+		pid_alive "$pid" || break
+		sleep 0.1
+	done
+	_statd_up && return 0
+	pid_stop "$pid" 2
+	hlog "rpc.statd did not start:"
+	tail -n 5 "$dir/log" >&2
+	return 1
+}
+
 _upper() { printf '%s' "${1^^}"; }
 
 # origin_url NAME [PATH]: URL for PATH (relative to the export root).
 origin_url() {
-	local v p=${2:-} up np mp
+	local v p=${2:-} up np mp lp
 	p=${p#/}
 	up=$(_upper "$1")
 	v=${up}_NFS_PORT_USED
 	np=${!v:-}
 	v=${up}_MNT_PORT_USED
 	mp=${!v:-}
+	v=${up}_NLM_PORT_USED
+	lp=${!v:-}
 	if [ -n "$p" ]; then
-		printf 'nfs://127.0.0.1/%s/%s?nfsport=%s&mountport=%s\n' "$1" "$p" "$np" "$mp"
+		printf 'nfs://127.0.0.1/%s/%s?nfsport=%s&mountport=%s%s\n' "$1" "$p" "$np" "$mp" "${lp:+&nlmport=$lp}"
 	else
-		printf 'nfs://127.0.0.1/%s?nfsport=%s&mountport=%s\n' "$1" "$np" "$mp"
+		printf 'nfs://127.0.0.1/%s?nfsport=%s&mountport=%s%s\n' "$1" "$np" "$mp" "${lp:+&nlmport=$lp}"
 	fi
 }
 
@@ -348,7 +396,7 @@ origin_url() {
 # then carry no device number, and decode on every gateway host).
 origin_start() {
 	local name=$1 dir=$2 nport=$3 mport=$4 squash=${5:-No_Root_Squash}
-	local up state conf log pid i url
+	local up state conf log pid i url nlm=false nlmport=
 	if [ $# -lt 4 ] || [ $# -gt 5 ] ||
 		[[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] ||
 		[[ ! $squash =~ ^(No_Root_Squash|Root_Squash)$ ]]; then
@@ -364,6 +412,11 @@ origin_start() {
 		fi
 	done
 	harness_rpcbind_ensure || return 1
+	if [ -n "${ORIGIN_NLM_PORT:-}" ]; then
+		harness_statd_ensure || return 1
+		nlm=true
+		nlmport="NLM_Port = $ORIGIN_NLM_PORT;"
+	fi
 	state=$(harness_tmpdir "ganesha-$name") || return 1
 	mkdir -p "$state/recovery"
 	conf=$state/ganesha.conf
@@ -373,7 +426,10 @@ origin_start() {
 		NFS_Port = $nport;
 		MNT_Port = $mport;
 		Bind_addr = 127.0.0.1;
-		Enable_NLM = false;
+		# NLM (byte-range locks) only where a test asks for it
+		# (ORIGIN_NLM_PORT): it needs rpc.statd.
+		Enable_NLM = $nlm;
+		$nlmport
 		Enable_RQUOTA = false;
 		Enable_UDP = false;
 		Protocols = 3, 4;
@@ -411,6 +467,7 @@ origin_start() {
 	printf -v "${up}_STATE" '%s' "$state"
 	printf -v "${up}_NFS_PORT_USED" '%s' "$nport"
 	printf -v "${up}_MNT_PORT_USED" '%s' "$mport"
+	printf -v "${up}_NLM_PORT_USED" '%s' "${ORIGIN_NLM_PORT:-}"
 	url=$(origin_url "$name")
 	printf -v "${up}_URL" '%s' "$url"
 	export "${up}_URL" "${up}_DIR"

@@ -282,6 +282,12 @@ int nfsc_open(const char *url, const struct nfsc_opts *opts, struct nfsc **out,
 		return -ENOMEM;
 	}
 	nfsc_inject_from_env(n);
+	ret = nfsc_nlm_init(n, opts->lock_caller);
+	n->opts.lock_caller = NULL;	/* the caller's memory */
+	if (ret) {
+		seterr(err, errlen, "invalid URL '%s': bad nlmport=", url);
+		goto out_free;
+	}
 	if (!n->opts.nconnect)
 		n->opts.nconnect = NFSC_NCONNECT_DEFAULT;
 	if (n->opts.nconnect > NFSC_NCONNECT_MAX)

@@ -84,6 +84,8 @@ struct nfsc_opts {
 					 * never */
 	const struct nfsc_fh *known_root; /* the export's root handle as
 					 * last known, and where */
+	const char *lock_caller;	/* NLM caller_name of this gateway
+					 * (nlm.c; NULL: "cachegw"); copied */
 	const char *known_where;	/* from ("SERVER:EXPORT"); if given,
 					 * the origin cannot be reached and
 					 * the URL names that export,
@@ -401,6 +403,39 @@ int nfsc_rename_async(struct nfsc *n, int conn, const struct nfsc_cred *cr,
 		      const struct nfsc_fh *fromdir, const char *from,
 		      const struct nfsc_fh *todir, const char *to,
 		      nfsc_cb cb, void *priv);
+
+/* ---- byte-range locks at the origin: NLM v4 (nlm.c) ----
+ * On a connection of their own to the origin's lock manager: its port is
+ * nlmport= of the URL, or rpcbind's. Synchronous; never from a callback.
+ * Every LOCK is non-blocking: a caller that waits asks again. An owner is
+ * oh (text, unique per lock owner of the caller) with svid (a 32-bit id
+ * per owner: some servers, knfsd among them, tell owners by svid alone),
+ * both the same on every call for that owner. len 0: to the end of the
+ * file and beyond. Returns 0; -EAGAIN (held by another owner: for TEST,
+ * *holder is that lock, its oh empty); -EINPROGRESS (the origin is in its
+ * grace period: ask again later); -EDEADLK, -ESTALE, -EROFS, -EFBIG as
+ * the origin says; -ENOLCK (no locks there, the lock manager cannot be
+ * reached on a soft mount, or the origin is lost with offline=);
+ * -ECANCELED/-ESHUTDOWN (the gateway stops). */
+#define NFSC_LOCK_OH_MAX 48
+struct nfsc_lock {
+	uint64_t off, len;
+	bool exclusive;
+	uint32_t svid;
+	char oh[NFSC_LOCK_OH_MAX];	/* NUL-terminated (libnfs 4.0 sends
+					 * the owner handle as a string) */
+};
+int nfsc_lock_test(struct nfsc *n, const struct nfsc_cred *cr,
+		   const struct nfsc_fh *fh, const struct nfsc_lock *lk,
+		   struct nfsc_lock *holder);
+int nfsc_lock(struct nfsc *n, const struct nfsc_cred *cr,
+	      const struct nfsc_fh *fh, const struct nfsc_lock *lk);
+int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
+		const struct nfsc_fh *fh, const struct nfsc_lock *lk);
+/* NLM calls sent, and of them ended with an error (denials count). No
+ * CANCEL is ever needed: no LOCK is left blocked at the origin. */
+void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls,
+		    uint64_t *errors);
 
 /* ---- sync helpers, built on the async calls; must not be called from a
  * callback ---- */

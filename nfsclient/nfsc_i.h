@@ -14,6 +14,8 @@
  * sync_intr.c: the sync calls a caller can give up on (nfsc_intr_*):
  *          waiter and answer on the heap, shared with the call.
  * origin.c: the origin lost and back (offline=): probes, fail-fast.
+ * nlm.c:   byte-range locks: NLM v4 calls on a connection and thread of
+ *          their own.
  * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
  *
  * Locks, and what they guard:
@@ -21,6 +23,8 @@
  *   stopping. Held only to queue or unqueue; nothing is called under it.
  * - sync.c's struct waiter .lock: that waiter's pending and status.
  * - nfsc.watch_lock (origin.c): watch_stop and the probe slots; a leaf.
+ * - nlm.c's nfsc_nlm.lock (its submission queue, stopping) and each NLM
+ *   call's lock (done, status): leaves.
  * Nesting: none. No nfsclient lock is held while another is taken, while
  * a libnfs call runs, or while a caller's callback runs (callbacks may take
  * their own locks and submit new calls, which takes nfsc_conn.lock).
@@ -173,7 +177,17 @@ struct nfsc {
 	pthread_t watch;
 	unsigned probe_busy;		/* slots in flight; watch_lock */
 	struct nfsc_probe probe[NFSC_PROBES];
+	struct nfsc_nlm *nlm;		/* nlm.c; set at open */
 };
+
+/* nlm.c: the lock manager's connection, made at nfsc_open (-EINVAL: a bad
+ * nlmport=), its thread started by nfsc_start, stopped before the pool's
+ * and freed by nfsc_close. */
+struct nfsc_nlm;
+int nfsc_nlm_init(struct nfsc *n, const char *caller);
+int nfsc_nlm_start(struct nfsc_nlm *m);
+void nfsc_nlm_stop(struct nfsc_nlm *m);
+void nfsc_nlm_free(struct nfsc_nlm *m);
 
 /* origin.c */
 void nfsc_origin_init(struct nfsc *n);

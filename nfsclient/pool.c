@@ -154,6 +154,9 @@ int nfsc_start(struct nfsc *n)
 			return -ret;
 		n->conns[i].started = true;
 	}
+	ret = nfsc_nlm_start(n->nlm);
+	if (ret)
+		return ret;
 	return nfsc_origin_start(n);
 }
 
@@ -164,6 +167,7 @@ void nfsc_close(struct nfsc *n)
 	if (!n)
 		return;
 	nfsc_origin_stop(n);	/* no probe is sent after this */
+	nfsc_nlm_stop(n->nlm);	/* lock calls in flight: -ECANCELED */
 	for (i = 0; n->conns && i < n->nconn; i++) {
 		struct nfsc_conn *c = &n->conns[i];
 		uint64_t one = 1;
@@ -185,6 +189,7 @@ void nfsc_close(struct nfsc *n)
 		pthread_mutex_destroy(&c->lock);
 	}
 	nfsc_origin_free(n);
+	nfsc_nlm_free(n->nlm);
 	free(n->conns);
 	free(n->url);
 	free(n->server);

@@ -127,8 +127,9 @@ static int origin_reach(const struct gw_opts *o, struct nfsc **n, char *err,
 			size_t len)
 {
 	struct nfsc_opts no;
+	char caller[192];
 
-	gw_origin_opts(o, &no);
+	gw_origin_opts(o, &no, caller, sizeof(caller));
 	return nfsc_open(o->source, &no, n, err, len);
 }
 

@@ -10,6 +10,7 @@
  * the rooms below it that they use, never one above (test 52):
  *   handover/ handover_i.h open files handed over and adopted
  *   ops/      ops_i.h      the FUSE operations
+ *   lock/     lock_i.h     locks taken at the origin (NLM)
  *   write/    write_i.h    the write path
  *   read/     read_i.h     the read path and the cache object
  *   cred/     cred_i.h     credentials and ACCESS
@@ -51,8 +52,10 @@
  *      waiter (nfsc_waiter, write.c), the hidden-name table's lock (silly.c; held
  *      across its file's write, never across an origin call), the
  *      open-handle list's lock (handles.c), the user database's groups
- *      (groups.c; never held across NSS): leaves, nothing is taken
- *      while holding them.
+ *      (groups.c; never held across NSS), the lock owners' table and the
+ *      lock waiters' list (lock/: never held across an origin call nor
+ *      fuse_req_interrupt_func): leaves, nothing is taken while holding
+ *      them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.
@@ -79,6 +82,7 @@ struct cache;
 struct gw;
 struct gw_fetch;
 struct gw_inode;
+struct gw_locks;
 struct gw_owed;
 struct gw_reclaim;
 struct gw_silly_tab;
@@ -228,6 +232,9 @@ struct gw {
 	/* COMMITs owed after a crash (write_commit.c) */
 	pthread_mutex_t owed_lock;	/* before ino->lock (lock order 1c) */
 	struct gw_owed *owed;		/* set at start; entries owed_lock */
+	struct gw_locks *locks;		/* lock/: the owners of locks taken
+					 * at the origin and their waiters;
+					 * set at start, its own locks */
 	size_t nowed;			/* set at start */
 	size_t owed_left, owed_lost;	/* owed_lock */
 	pthread_t owed_thread;		/* main thread only */

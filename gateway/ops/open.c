@@ -17,6 +17,7 @@
 #include "gw_state.h"
 #include "inode_i.h"
 #include "keep_i.h"
+#include "lock_i.h"
 #include "ops_i.h"
 #include "read_i.h"
 #include "worker.h"
@@ -38,6 +39,7 @@ void gw_file_handle_release(struct gw *gw, struct gw_handle *h)
 		__atomic_add_fetch(&gw->exit_commit_errors, 1,
 				   __ATOMIC_RELAXED);
 	}
+	gw_lock_release(gw, ino, f->h.id);
 	gw_file_release(gw, ino, f);
 }
 
@@ -295,15 +297,19 @@ void gw_open(fuse_req_t req, fuse_ino_t nodeid,
 
 /* close(2) and fsync(2): COMMIT, and report what an earlier WRITE hit
  * (a close of any descriptor of the file, in any process, is a FLUSH:
- * only fsync marks the error told, gw_write_flush). */
+ * only fsync marks the error told, gw_write_flush). Then the closing
+ * process's locks on the file are let go at the origin (POSIX: any close
+ * ends them), after its data, as the Linux NFS client does. */
 void gw_flush(fuse_req_t req, fuse_ino_t nodeid,
 		     struct fuse_file_info *fi)
 {
 	struct gw *gw = req_gw(req);
+	int ret;
 	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
-	fuse_reply_err(req, -gw_write_flush(gw, ino,
-				gw_file_of(fi), false));
+	ret = gw_write_flush(gw, ino, gw_file_of(fi), false);
+	gw_lock_flush(gw, ino, fi->lock_owner);
+	fuse_reply_err(req, -ret);
 }
 
 void gw_fsync(fuse_req_t req, fuse_ino_t nodeid, int datasync,
@@ -344,6 +350,8 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 		if (gw_write_flush(gw, ino, NULL, false))
 			gw_log("commit on release of inode %llu failed",
 			       (unsigned long long)nodeid);
+		/* The locks of this open file (OFD, flock) end with it. */
+		gw_lock_release(gw, ino, fi->fh);
 		gw_file_release(gw, ino, gw_file_of(fi));
 		drop = gw_inode_refused_name(ino, &dir);
 	} else {

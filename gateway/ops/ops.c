@@ -24,6 +24,7 @@
 #include "gw_state.h"
 #include "inode_i.h"
 #include "keep_i.h"
+#include "lock_i.h"
 #include "ops_i.h"
 #include "read_i.h"
 #include "write_i.h"
@@ -142,6 +143,15 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 	 * file open gets zeros. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Locks: at the origin (lock/), unless local_lock= keeps them in
+	 * this host's kernel, as nfs(5)'s option does (libfuse asks for
+	 * both, given getlk/setlk and flock). */
+	if (gw->o->local_lock == GW_LOCAL_LOCK_ALL ||
+	    gw->o->local_lock == GW_LOCAL_LOCK_POSIX)
+		conn->want &= ~FUSE_CAP_POSIX_LOCKS;
+	if (gw->o->local_lock == GW_LOCAL_LOCK_ALL ||
+	    gw->o->local_lock == GW_LOCAL_LOCK_FLOCK)
+		conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
 	/* Readdir does not pre-populate only the names we return. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* writeback: the kernel keeps written pages dirty in its page cache
@@ -487,5 +497,8 @@ const struct fuse_lowlevel_ops gw_oper = {
 	.open = gw_open_intr,
 	.read = gw_read_op,
 	.release = gw_release,
+	.getlk = gw_getlk,
+	.setlk = gw_setlk,
+	.flock = gw_flock,
 	.statfs = gw_statfs_intr,
 };

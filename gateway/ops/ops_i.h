@@ -10,6 +10,7 @@
  * ops_setattr.c: setattr, access, the truncate of an open(O_TRUNC).
  * listing.c: directories (snapshots, readdir(plus)).
  * open.c:    files: open, release, flush, fsync, fallocate.
+ * Locks (getlk, setlk, flock) are lock/'s (lock_i.h), in the table here.
  */
 #ifndef CACHEGW_OPS_I_H
 #define CACHEGW_OPS_I_H

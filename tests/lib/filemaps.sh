@@ -20,6 +20,7 @@ maps=(
 	"gateway/cred cred_i.h"
 	"gateway/read read_i.h"
 	"gateway/write write_i.h"
+	"gateway/lock lock_i.h"
 	"gateway/ops ops_i.h"
 	"gateway/handover handover_i.h"
 	"daemon daemon.h"

@@ -7,7 +7,7 @@ CACHEGW_DEPS=(
 	build-essential pkg-config meson ninja-build
 	libfuse3-dev fuse3 libnfs-dev libnfs-utils liburing-dev libxxhash-dev
 	libpq-dev postgresql-15
-	nfs-ganesha nfs-ganesha-vfs rpcbind
+	nfs-ganesha nfs-ganesha-vfs rpcbind nfs-common
 	fio e2fsprogs util-linux gnuplot-nox clang libclang-rt-14-dev
 	curl prometheus
 	debhelper dpkg-dev man-db jq strace btrfs-progs

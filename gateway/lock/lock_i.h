@@ -1,0 +1,109 @@
+/* lock_i.h - the locks room (gateway/lock/): byte-range (fcntl, OFD,
+ * lockf) and flock locks taken at the origin with NLM (nfsclient/'s
+ * nfsc_lock_*), so that they hold against the origin's other clients and
+ * other gateways (doc/locks.md). One section per file.
+ *
+ * locks.c:     getlk, setlk, flock; the owner table (each kernel lock
+ *              owner is an NLM owner: oh and svid); what a flush or a
+ *              release lets go at the origin.
+ * lock_wait.c: blocking locks: the waiters, answered later by one thread
+ *              that asks the origin again with a growing pause (no FUSE
+ *              thread is held per waiter); interrupts.
+ *
+ * Locks: gw_locks.lock (the owner table) and gw_locks.wlock (the
+ * waiters) are leaves: no other lock is taken under them and no origin
+ * call is made holding them; libfuse's request lock is taken (by
+ * fuse_req_interrupt_func) with neither held, since the interrupt
+ * callback takes wlock.
+ */
+#ifndef CACHEGW_LOCK_I_H
+#define CACHEGW_LOCK_I_H
+
+#include "gw_i.h"
+#include "gw_state.h"
+
+struct gw_lock_wait;
+
+#define GW_LOCK_BUCKETS 256
+
+/* One kernel lock owner's locks on one file, as the origin holds them. */
+struct gw_lock_owner {
+	struct gw_lock_owner *next;	/* bucket chain, gw_locks.lock */
+	uint64_t nodeid;
+	uint64_t owner;			/* fi->lock_owner */
+	uint64_t file;			/* fi->fh it first locked through:
+					 * its release lets go (OFD, flock) */
+	uint32_t svid;
+	bool granted;			/* a LOCK was granted: UNLOCK it all
+					 * at the end */
+	struct nfsc_fh fh;
+	struct nfsc_cred cred;		/* the first locker's */
+	struct gw_lock_rec *rec;	/* its record for a successor
+					 * (gw_state.h), or NULL */
+};
+
+struct gw_locks {
+	pthread_mutex_t lock;		/* the owner table */
+	struct gw_lock_owner *by_owner[GW_LOCK_BUCKETS];	/* lock */
+	uint32_t next_svid;		/* lock */
+	uint32_t rec_hint;		/* where to look for a free record, lock */
+	bool rec_full_told;		/* lock */
+	uint64_t owners;		/* entries, atomic */
+	/* lock_wait.c */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;		/* with wlock: a waiter, an
+					 * interrupt, stop */
+	struct gw_lock_wait *waiters;	/* wlock */
+	bool stop;			/* wlock */
+	bool started;			/* the thread; main thread and wlock */
+	pthread_t thread;
+	/* counters (atomic) */
+	uint64_t granted, denied, waited, interrupted, released;
+};
+
+/* ---- locks.c ---- */
+/* The owner table and the waiters' state (start.c, at start); a
+ * successor takes over the owners its predecessor recorded (every one
+ * let go at the origin when its holder closes, as if granted: it may
+ * have been, just before a crash). Freed with the gateway (waiters
+ * stopped first: gw_locks_stop). */
+int gw_locks_init(struct gw *gw);
+void gw_locks_free(struct gw *gw);
+void gw_getlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      struct flock *lock);
+void gw_setlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      struct flock *lock, int sleep);
+void gw_flock(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
+	      int op);
+/* close(2) of a descriptor of ino by owner (FLUSH): owner's POSIX locks
+ * on the file let go at the origin (none: nothing sent). */
+void gw_lock_flush(struct gw *gw, struct gw_inode *ino, uint64_t owner);
+/* The last close of the open file file (fi->fh): every lock taken
+ * through it that is still held (OFD and flock locks) let go. */
+void gw_lock_release(struct gw *gw, struct gw_inode *ino, uint64_t file);
+/* The NLM owner of (ino, owner): made if new (its svid given), with the
+ * file and credentials of this first lock. Fills lk->oh and lk->svid. 0
+ * or -ENOMEM. */
+int gw_lock_owner_get(struct gw *gw, struct gw_inode *ino, uint64_t owner,
+		      uint64_t file, const struct nfsc_cred *cr,
+		      struct nfsc_lock *lk);
+/* A LOCK of lk's owner was granted: remembered to be let go (made again
+ * if a flush removed it meanwhile). */
+void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
+		     uint64_t file, const struct nfsc_cred *cr,
+		     const struct nfsc_lock *lk);
+/* The errno a lock call answers for an NLM outcome. */
+int gw_lock_errno(int nlm_ret);
+
+/* ---- lock_wait.c ---- */
+/* Wait for lk for req (answered later, by the waiters' thread): asked
+ * again until granted (answer 0), refused otherwise (its errno), or the
+ * request interrupted (EINTR; a lock granted meanwhile is let go).
+ * nonblock: only the origin's grace period is waited out, a conflict is
+ * answered EAGAIN. 0, or -errno if it could not wait (then req is still
+ * the caller's to answer). */
+int gw_lock_wait(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
+		 uint64_t owner, uint64_t file, const struct nfsc_cred *cr,
+		 const struct nfsc_lock *lk, bool nonblock);
+
+#endif
