@@ -88,6 +88,7 @@ int fleet_connect_locked(struct fleet *f)
 	if (now < ts_ns(&f->next_try))
 		return -EAGAIN;
 	t0 = now;
+	f->attempts++;
 	f->nprepared = 0;
 	f->pg = PQconnectdbParams(keys, vals, 1);
 	if (!f->pg || PQstatus(f->pg) != CONNECTION_OK) {
@@ -97,6 +98,10 @@ int fleet_connect_locked(struct fleet *f)
 	}
 	ret = fleet_setup_locked(f, err, sizeof(err));
 	if (ret) {
+		if (f->broken)
+			f->log("fleet store: %s; new names and node-ids this "
+			       "gateway never saw fail with EIO from now on",
+			       err);
 		if (!f->pg)
 			goto away;	/* lost during the set-up */
 		keep_why(f, err);
@@ -143,13 +148,15 @@ static void wait_retry_locked(struct fleet *f)
 }
 
 /* Soft: a call gives up once the store has been away for the timeout
- * (counted from the loss, so that once it is that long gone every call
- * fails at once instead of each waiting the timeout again). */
-static bool soft_expired(struct fleet *f)
+ * (counted from the loss, so that once it is that long gone a call does
+ * not wait the timeout again) and a connect tried since the call began
+ * failed too: a call never fails only because the next try was not yet
+ * due, so the first call after the store's return reaches it. */
+static bool soft_expired(struct fleet *f, uint64_t attempts_at_start)
 {
 	uint64_t since = ts_ns(&f->down_since);
 
-	if (f->hard)
+	if (f->hard || f->attempts == attempts_at_start)
 		return false;
 	return fleet_now_ns() - since >= (uint64_t)f->timeout_s * 1000000000u;
 }
@@ -195,6 +202,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 	struct fleet_call_stats *s = &f->call[c];
 	uint64_t t0;
 	unsigned tries = 0;
+	uint64_t attempts_at_start = f->attempts;
 	PGresult *r;
 
 	GW_ASSERT_HELD(&f->lock);
@@ -212,7 +220,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 				*err = -EAGAIN;
 				return NULL;
 			}
-			if (soft_expired(f) ||
+			if (soft_expired(f, attempts_at_start) ||
 			    (f->give_up && f->give_up(f->give_up_arg))) {
 				*err = -EIO;
 				return NULL;
@@ -257,6 +265,7 @@ const char *fleet_call_name(enum fleet_call c)
 		[FLEET_CALL_RESOLVE] = "resolve",
 		[FLEET_CALL_PARENT] = "parent",
 		[FLEET_CALL_HEARTBEAT] = "heartbeat",
+		[FLEET_CALL_MEMBERS] = "members",
 	};
 
 	return (unsigned)c < FLEET_NCALLS ? names[c] : NULL;

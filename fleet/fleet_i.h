@@ -49,6 +49,7 @@ struct fleet {
 	struct timespec down_since;	/* lock; when the store went away */
 	struct timespec next_try;	/* lock; no connect before this */
 	unsigned backoff_ms;		/* lock */
+	uint64_t attempts;		/* lock; connects tried */
 	char why[256];			/* lock; libpq's last reason */
 	const char *prepared[8];	/* lock; the calls' SQL prepared on
 					 * this connection (statement "sN"

@@ -206,7 +206,7 @@ int fleet_members(struct fleet *f, struct fleet_member *out, size_t max)
 
 	snprintf(eid, sizeof(eid), "%llu", (unsigned long long)f->export_id);
 	pthread_mutex_lock(&f->lock);
-	r = fleet_call_locked(f, FLEET_CALL_HEARTBEAT, sql, 1, p,
+	r = fleet_call_locked(f, FLEET_CALL_MEMBERS, sql, 1, p,
 			      PGRES_TUPLES_OK, false, &err);
 	pthread_mutex_unlock(&f->lock);
 	if (!r)

@@ -24,7 +24,7 @@
 #                                        ${NAME^^}_URL, _URLQ, _PID, _DIR, _LOG
 #   origin_stop NAME                     stop that ganesha, wait for exit
 #   origin_url NAME PATH                 URL of PATH inside NAME's export
-#   store_start NAME PORT, store_stop NAME, store_sql NAME SQL
+#   store_start NAME PORT, store_stop NAME, store_wipe NAME, store_sql NAME SQL
 #                                        a fleet store (PostgreSQL 15);
 #                                        sets ${NAME^^}_CONNINFO, _STORE_PID
 #   mount_gateway URL MNT [OPTS]         start "$CACHEGW URL MNT -f -o OPTS"
@@ -539,6 +539,23 @@ store_stop() {
 	pid_stop "$pid" 20
 	printf -v "$v" '%s' ""
 	return 0
+}
+
+# store_wipe NAME: the store replaced by an empty one (a database lost and
+# made anew, or restored from another): stopped, its data made afresh,
+# started again on the same port.
+store_wipe() {
+	local up v dir
+	up=$(_upper "$1")
+	v=${up}_STORE_DIR
+	dir=${!v:-}
+	[ -n "$dir" ] || { hlog "store_wipe: no store $1"; return 1; }
+	store_stop "$1"
+	rm -rf --one-file-system "$dir/data"
+	setpriv --reuid=postgres --regid=postgres --init-groups -- \
+		"$STORE_PG_BIN/initdb" -D "$dir/data" -A trust -U postgres \
+		-E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || return 1
+	store_start "$1"
 }
 
 # store_sql NAME SQL: run SQL in NAME's cachegw database; rows on stdout,

@@ -1,11 +1,18 @@
 /* nfsc_i.h - private to nfsclient/.
  *
- * pool.c:  connections, mount, service threads, submission queues.
- * calls.c: one request type per NFSv3 procedure: argument building, reply
- *          decoding (every reply passes nfsc_reply), nfsstat3 -> errno.
+ * mount.c: nfsc_open: the connections made and mounted, the root's handle,
+ *          the I/O sizes; made later when started without the origin.
+ * pool.c:  the connections' service threads, submission queues,
+ *          completion (resend on timeout), counters; nfsc_close.
+ * calls.c: one request type per NFSv3 procedure that reads the origin:
+ *          argument building, the procedure's reply decoding.
+ * reply.c: what every reply passes (nfsc_reply): transport outcome,
+ *          nfsstat3 -> errno; fattr3, post-op attributes, file handles.
  * calls_write.c: the same for the procedures that change the origin
  *          (SETATTR, WRITE, COMMIT, CREATE ... RENAME).
  * sync.c:  sync helpers made from the async calls plus a stack waiter.
+ * sync_intr.c: the sync calls a caller can give up on (nfsc_intr_*):
+ *          waiter and answer on the heap, shared with the call.
  * origin.c: the origin lost and back (offline=): probes, fail-fast.
  * inject.c: test-only fault injection (CACHEGW_INJECT_*, see nfsc.h).
  *
@@ -43,7 +50,7 @@ struct nfsc_req {
 	struct nfsc *n;
 	struct nfsc_conn *conn;
 	nfsc_issue_fn issue;
-	/* The procedure's part of its reply (calls.c's nfsc_reply), set by
+	/* The procedure's part of its reply (reply.c's nfsc_reply), set by
 	 * issue; NULL: the status is all. */
 	int (*decode)(struct nfsc_req *r, void *data, int status);
 	struct nfsc_cred cred;
@@ -193,13 +200,16 @@ enum nfsc_origin_change nfsc_origin_look(struct nfsc *n, uint64_t now,
  * (idempotent calls only); frees r when it is not queued. */
 int nfsc_submit_idem(struct nfsc *n, int conn, struct nfsc_req *r);
 
+/* mount.c: on c's service thread, started without the origin: mount c
+ * once the origin answers, then issue what waited. false if the gateway
+ * stops first (what waited is cancelled). */
+bool nfsc_conn_mount_later(struct nfsc_conn *c);
+
 /* pool.c */
 uint64_t nfsc_now_ns(void);
-/* calls.c: GETATTR; refused while the origin is lost unless !idem
- * (origin.c's probes). */
-int nfsc_getattr_submit(struct nfsc *n, int conn, const struct nfsc_cred *cr,
-			const struct nfsc_fh *fh, struct nfsc_attr *attr,
-			nfsc_cb cb, void *priv, bool idem);
+/* On c's service thread: issue every request queued on c (cancel them
+ * if c is stopping; *stop says so). */
+void nfsc_conn_issue_queued(struct nfsc_conn *c, bool *stop);
 int nfsc_submit(struct nfsc *n, int conn, struct nfsc_req *r);
 /* Finish r: on -ETIMEDOUT, a hard mount resubmits it; otherwise the
  * caller's callback runs and r is freed. */
@@ -207,6 +217,8 @@ void nfsc_complete(struct nfsc_req *r, int status);
 struct nfsc_req *nfsc_req_new(struct nfsc *n, const struct nfsc_cred *cr,
 			      const struct nfsc_fh *fh, nfsc_issue_fn issue,
 			      nfsc_cb cb, void *priv);
+/* The request's completion frees what it owns (nfsc_complete). */
+void nfsc_req_free(struct nfsc_req *r);
 
 /* inject.c: each hook is a no-op unless its variable was set. */
 void nfsc_inject_from_env(struct nfsc *n);
@@ -219,7 +231,7 @@ void nfsc_inject_write_delay(struct nfsc *n, uint64_t off); /* caller's */
 bool nfsc_inject_write_zero(struct nfsc *n);
 bool nfsc_inject_auth_error(struct nfsc *n, uint32_t uid);
 
-/* calls.c */
+/* reply.c */
 int nfsc_rpc_status(struct nfsc_req *r, int rpc_status, void *data);
 /* The libnfs callback of every call (r is priv): see r->decode. */
 void nfsc_reply(struct rpc_context *rpc, int status, void *data, void *priv);
@@ -228,8 +240,13 @@ void nfsc_post_op(const post_op_attr *p, struct nfsc_attr *attr,
 		  bool *has_attr);
 void nfsc_fh3_set(nfs_fh3 *dst, const struct nfsc_fh *fh);
 int nfsc_fh_from3(struct nfsc_fh *dst, const nfs_fh3 *src);
+
+/* calls.c */
 int nfsc_submit_or_free(struct nfsc *n, int conn, struct nfsc_req *r);
-/* The request's completion frees what it owns (nfsc_complete). */
-void nfsc_req_free(struct nfsc_req *r);
+/* GETATTR; refused while the origin is lost unless !idem (origin.c's
+ * probes). */
+int nfsc_getattr_submit(struct nfsc *n, int conn, const struct nfsc_cred *cr,
+			const struct nfsc_fh *fh, struct nfsc_attr *attr,
+			nfsc_cb cb, void *priv, bool idem);
 
 #endif

@@ -103,7 +103,7 @@ static void snap_put(struct gw_dirsnap *sn)
 
 /* Did the origin give a name's handle and attributes (what a LOOKUP gives,
  * only to a caller who may search the directory)? */
-static bool names_searched(const struct nfsc_dirlist *l)
+bool ops_names_searched(const struct nfsc_dirlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (strcmp(l->ents[i].name, ".") &&
@@ -186,7 +186,7 @@ again:
 	/* The origin's answer for cr, as an ACCESS one would be. */
 	if (!ret || ret == -EACCES)
 		gw_access_note_listed(gw, ino, cr, ver, !ret,
-				      !ret && names_searched(&sn->list));
+				      !ret && ops_names_searched(&sn->list));
 	/* A fleet's node-ids for the whole listing in one round trip, before
 	 * anything below names them one by one. A store away only costs the
 	 * entries' attributes: readdirplus answers them as plain entries. */

@@ -55,6 +55,10 @@ void gw_releasedir(fuse_req_t req, fuse_ino_t nodeid,
 		   struct fuse_file_info *fi);
 void gw_fsyncdir(fuse_req_t req, fuse_ino_t nodeid, int datasync,
 		 struct fuse_file_info *fi);
+/* Did a listing give a name's handle and attributes (what a LOOKUP
+ * gives, only to a caller who may search the directory)? Then it counts
+ * as the origin's leave to search it (gw_access_note_listed). */
+bool ops_names_searched(const struct nfsc_dirlist *l);
 
 /* ---- open.c: files ---- */
 void gw_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
@@ -95,6 +99,14 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		int to_set, struct fuse_file_info *fi);
 void gw_access(fuse_req_t req, fuse_ino_t nodeid, int mask);
+/* The SETATTR a FUSE setattr asks for: st's fields that to_set
+ * (FUSE_SET_ATTR_*) names; a time set to now is the origin's time. */
+void ops_sattr_of(const struct stat *st, int to_set, struct nfsc_sattr *sa);
+/* Is sa's mode change only the kernel clearing setuid/setgid before a
+ * write or truncate by cr, who does not own ino? Then it is not sent
+ * (the origin refuses a non-owner's chmod; its WRITE clears the bits). */
+bool ops_kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
+			const struct nfsc_cred *cr);
 /* open(O_TRUNC) on a connection with FUSE_CAP_ATOMIC_O_TRUNC: the file
  * truncated at the origin as cr, as gw_setattr would (uncommitted writes
  * committed first; the inode and the cache follow). 0 or -errno. */

@@ -27,8 +27,8 @@
  * origin clears the bits itself on WRITE (ganesha does; it keeps them on
  * SETATTR(size)). A non-owner's own chmod never gets here: with
  * default_permissions the kernel refuses it (EPERM) before asking us. */
-static bool kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
-			   const struct nfsc_cred *cr)
+bool ops_kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
+			const struct nfsc_cred *cr)
 {
 	uint32_t mode, uid;
 	bool valid;
@@ -45,6 +45,31 @@ static bool kill_priv_only(struct gw_inode *ino, const struct nfsc_sattr *sa,
 	       (mode & (S_ISUID | S_ISGID)) &&
 	       (sa->mode | S_ISUID | S_ISGID) == (mode | S_ISUID | S_ISGID) &&
 	       sa->mode != mode;
+}
+
+void ops_sattr_of(const struct stat *st, int to_set, struct nfsc_sattr *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->set_mode = to_set & FUSE_SET_ATTR_MODE;
+	sa->mode = st->st_mode & 07777;
+	sa->set_uid = to_set & FUSE_SET_ATTR_UID;
+	sa->uid = st->st_uid;
+	sa->set_gid = to_set & FUSE_SET_ATTR_GID;
+	sa->gid = st->st_gid;
+	sa->set_size = to_set & FUSE_SET_ATTR_SIZE;
+	sa->size = (uint64_t)st->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		sa->atime_how = NFSC_TIME_SERVER;
+	else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa->atime_how = NFSC_TIME_CLIENT;
+		sa->atime = st->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		sa->mtime_how = NFSC_TIME_SERVER;
+	else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa->mtime_how = NFSC_TIME_CLIENT;
+		sa->mtime = st->st_mtim;
+	}
 }
 
 /* The origin answered a SETATTR of ours with attributes a: the inode and
@@ -100,27 +125,7 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.set_mode = to_set & FUSE_SET_ATTR_MODE;
-	sa.mode = st->st_mode & 07777;
-	sa.set_uid = to_set & FUSE_SET_ATTR_UID;
-	sa.uid = st->st_uid;
-	sa.set_gid = to_set & FUSE_SET_ATTR_GID;
-	sa.gid = st->st_gid;
-	sa.set_size = to_set & FUSE_SET_ATTR_SIZE;
-	sa.size = (uint64_t)st->st_size;
-	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
-		sa.atime_how = NFSC_TIME_SERVER;
-	else if (to_set & FUSE_SET_ATTR_ATIME) {
-		sa.atime_how = NFSC_TIME_CLIENT;
-		sa.atime = st->st_atim;
-	}
-	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-		sa.mtime_how = NFSC_TIME_SERVER;
-	else if (to_set & FUSE_SET_ATTR_MTIME) {
-		sa.mtime_how = NFSC_TIME_CLIENT;
-		sa.mtime = st->st_mtim;
-	}
+	ops_sattr_of(st, to_set, &sa);
 	gw_req_cred(req, &cr);
 	/* writeback: the kernel keeps the mtime of a file it writes in its
 	 * page cache and sends it (MTIME|CTIME, with SIZE for a truncate) at
@@ -146,9 +151,9 @@ void gw_setattr(fuse_req_t req, fuse_ino_t nodeid, struct stat *st,
 		struct nfsc_sattr k = sa;
 
 		k.mtime_how = NFSC_TIME_KEEP;
-		killpriv = kill_priv_only(ino, &k, &cr);
+		killpriv = ops_kill_priv_only(ino, &k, &cr);
 	} else {
-		killpriv = kill_priv_only(ino, &sa, &cr);
+		killpriv = ops_kill_priv_only(ino, &sa, &cr);
 	}
 	if (killpriv)
 		sa.set_mode = false;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names; a file rewritten or made and fsynced through A reads the same through B; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 H=$(dirname "$0")/../lib/handles.py
@@ -74,6 +74,18 @@ cmp -s "$work/hA" "$work/hB" || bad "A and B give different handles for the same
 echo a/b/c >"$work/dir"
 "$PY" "$H" take "$work/dir" "$work/hdir" "$mntA" || bad "handle of a directory on A"
 
+# Written and fsynced through A (a file B has cached, and a new one):
+# read through B, it is what was written (close-to-open on each gateway).
+cat "$mntB/d00/f0000" >/dev/null
+head -c 300000 /dev/urandom >"$work/w1"
+"$PY" -c 'import os, sys
+for dst in sys.argv[2:]:
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, open(sys.argv[1], "rb").read()); os.fsync(fd); os.close(fd)' \
+	"$work/w1" "$mntA/d00/f0000" "$mntA/d00/written-on-a" || bad "writing through A"
+cmp -s "$work/w1" "$mntB/d00/f0000" || bad "a file rewritten and fsynced through A reads otherwise through B"
+cmp -s "$work/w1" "$mntB/d00/written-on-a" || bad "a file made and fsynced through A reads otherwise through B"
+
 # The fleet as an operator sees it: both members, the store connected.
 out=$(cache_inspect fleet --cache-dir "$cA" 2>&1)
 case $out in *"store: connected"*"members: 2"*" a "*" b "*) ;; *) bad "cachegw-inspect fleet on A: '$out'" ;; esac
@@ -125,7 +137,16 @@ cat "$mntB/new-file" >"$work/new-out" 2>"$work/new-err" &
 catpid=$!
 sleep 2
 pid_alive "$catpid" || bad "a new name with the store away did not wait (hard): $(cat "$work/new-err")"
+# Soft D keeps asking while the store starts (each failed try puts the
+# next one off): once the store answers, D's next call reaches it, not an
+# EIO because a retry was not yet due.
+mkdir "$data/pester"
+touch "$data/newdir/z" "$data/pester/"{1..300}
+(for i in {1..300}; do stat "$mntD/pester/$i" >/dev/null 2>&1; sleep 0.05; done) &
+pester=$!
 store_start store || { echo "FAIL: the store did not start again" >&2; exit 1; }
+kill "$pester"; wait "$pester" 2>/dev/null
+out=$(stat -c %s "$mntD/newdir/z" 2>&1) || bad "soft D's first call once the store answers again: $out"
 wait "$catpid" || bad "reading a new name after the store came back: $(cat "$work/new-err")"
 cmp -s "$work/new-out" "$data/new-file" || bad "the new file's bytes after the store came back"
 for l in "fleet store lost" "fleet store back"; do
@@ -161,6 +182,19 @@ cmp -s "$work/hA" "$work/hC" || bad "C's handles differ from A's"
 unmount_gateway "$mntC" "$pidC" "$logC" || bad "unmount C (log: $logC)"
 out=$(stat -c %s "$mntD/newdir/x" 2>&1) || bad "soft D once the store is back: $out"
 unmount_gateway "$mntD" "$pidD" "$logD" || bad "unmount D (log: $logD)"
+
+# The store replaced by an empty one (lost, restored from another): A's
+# node-ids are not its; A never asks it again (a new name: EIO at once,
+# even hard, never another file's node-id), says why, and every handle
+# it knew still opens.
+store_wipe store || { echo "FAIL: the store did not start empty" >&2; exit 1; }
+echo "made after the store was replaced" >"$data/after-wipe"
+out=$(timeout 60 stat -c %s "$mntA/after-wipe" 2>&1) && bad "A named a file from a replaced store: $out"
+case $out in *"Input/output error"*) ;; *) bad "a new name on A after the store was replaced: '$out' (want EIO)" ;; esac
+grep -q "not the one this cache_dir's node-ids belong to" "$logA" || bad "A did not say why it stopped asking the replaced store"
+drop_caches
+out=$("$PY" "$H" check "$work/hA" "$mntA" "$data" 2>&1)
+[ "$out" = "ok $nfiles" ] || bad "A's own handles after the store was replaced: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
 unmount_gateway "$mntA" "$pidA" "$logA" || bad "unmount A (log: $logA)"
 unmount_gateway "$mntB" "$pidB" "$logB" || bad "unmount B (log: $logB)"
 

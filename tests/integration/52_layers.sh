@@ -1,5 +1,5 @@
 #!/bin/bash
-# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/, fleet/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, fleet_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header; daemon/takeover/ (the takeover's files) includes daemon.h and what daemon/ may, and the rest of daemon/ reaches it through takeover_i.h alone. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/ and daemon/takeover/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
+# The rooms stay apart: each layer includes only its own headers, common/ and the interfaces of the layers below it (common/ < nfsclient/, cache/, nodes/, fleet/ < gateway/ < daemon/ < tools/), never a layer above or beside it, and never another layer's private header (cache_i.h, nodes_i.h, fleet_i.h, nfsc_i.h); inside gateway/ each room (base < keep < inode < cred < read < write < ops < handover, then start.c on top) includes its own files, base/gw_i.h, the public gateway.h and gw_state.h, and only the one header of each room below it, never a room above nor another file of a room (cred/groups.h); daemon/ reaches gateway/ through gateway.h and gw_state.h alone, never gw_i.h nor a room's header; daemon/takeover/ (the takeover's files) includes daemon.h and what daemon/ may, and the rest of daemon/ reaches it through takeover_i.h alone. And every file map is true (tests/lib/filemaps.sh: each .c file of cache/, nodes/, nfsclient/, each gateway/ room, daemon/, daemon/takeover/ and tools/inspect/ is named in its folder's map header, and each name there is a file). Shown to fail on doctored includes (each rule), a .c file no map names and a map naming a file that is gone.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,6 +53,7 @@ run_checks "$top" || bad "a layer includes a header it should not"
 # (ops/ -> cred/groups.h).
 copy=$(harness_tmpdir layers)
 for d in common nfsclient cache nodes fleet gateway daemon; do cp -r "$top/$d" "$copy/"; done
+mkdir -p "$copy/tools" && cp -r "$top/tools/inspect" "$copy/tools/"
 # doctor FILE ANCHOR-INCLUDE NEW-INCLUDE WHAT: the check must name FILE.
 doctor() {
 	local f=$1 anchor=$2 new=$3 what=$4 out

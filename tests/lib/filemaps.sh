@@ -24,6 +24,7 @@ maps=(
 	"gateway/handover handover_i.h"
 	"daemon daemon.h"
 	"daemon/takeover takeover_i.h"
+	"tools/inspect inspect_i.h"
 )
 
 # map_names HEADER: the names of the header's map (its opening comment, up

@@ -29,6 +29,27 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Until n waits have been counted: the waiter counts its wait under the
+ * window's lock and then sleeps on the condition, so once the count is
+ * seen under that lock it is waiting. A sleep of a fixed time instead
+ * let a loaded machine run the room's release before the waiter had
+ * asked, which then never waited. Gives up after 30 s. */
+static void until_waiting(uint64_t n)
+{
+	uint64_t w = 0;
+	int i;
+
+	for (i = 0; i < 30000; i++) {
+		pthread_mutex_lock(&gw.win_lock);
+		w = gw.win_waits;
+		pthread_mutex_unlock(&gw.win_lock);
+		if (w >= n)
+			return;
+		sleep_ms(1);
+	}
+	CHECK_EQ(w, n);
+}
+
 int main(void)
 {
 	pthread_t th;
@@ -47,7 +68,8 @@ int main(void)
 
 	/* One that does not fit waits until enough is answered. */
 	CHECK(!pthread_create(&th, NULL, waiter, (void *)(uintptr_t)(512 * KiB)));
-	sleep_ms(100);
+	until_waiting(1);
+	sleep_ms(60);	/* a wait of at least this, counted below */
 	CHECK_EQ(__atomic_load_n(&got, __ATOMIC_ACQUIRE), 0);
 	gw_window_put(&gw, 256 * KiB);		/* 512 + 512 fits now */
 	CHECK(!pthread_join(th, NULL));
@@ -69,7 +91,7 @@ int main(void)
 	/* ... and a small one waits behind it. */
 	got = 0;
 	CHECK(!pthread_create(&th, NULL, waiter, (void *)(uintptr_t)(4 * KiB)));
-	sleep_ms(50);
+	until_waiting(2);
 	CHECK_EQ(__atomic_load_n(&got, __ATOMIC_ACQUIRE), 0);
 	gw_window_put(&gw, 4096 * KiB);
 	CHECK(!pthread_join(th, NULL));

@@ -610,6 +610,21 @@ static inline void fake_close_conns(struct fake *f)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* A port on 127.0.0.1 that nobody listens on (taken, then let go). */
+static inline uint16_t fake_closed_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
 /* The URL of the export, as the gateway's command line would name it. */
 static inline const char *fake_url(const struct fake *f, const char *export)
 {

@@ -9,21 +9,6 @@
  * its connections are made once it answers, the origin then back. */
 #include "nfsc_fake.h"
 
-/* A port on 127.0.0.1 that nobody listens on (taken, then let go). */
-static uint16_t closed_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	CHECK(fd >= 0);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 /* What nfsc.h promises for a server that cannot be reached (libnfs 4.0
  * says "nfs_service failed" for a refused connection: EHOSTUNREACH). */
 static bool unreachable(int ret)
@@ -67,7 +52,7 @@ int main(void)
 	CHECK_EQ(fake_count(&refusing, FAKE_PROG_MOUNT, 1), 1);
 
 	/* 3. Nobody there: unreachable. */
-	port = closed_port();
+	port = fake_closed_port();
 	snprintf(url, sizeof(url), "nfs://127.0.0.1/export?nfsport=%u&"
 		 "mountport=%u", (unsigned)port, (unsigned)port);
 	CHECK(unreachable(open_err(url, &o, &n, err, sizeof(err))));
@@ -108,7 +93,7 @@ int main(void)
 	 * connection is made and the origin is back. Another export's kept
 	 * root does not do. */
 	{
-		struct fake later = { .port = closed_port() };
+		struct fake later = { .port = fake_closed_port() };
 		struct nfsc_opts lo = {
 			.nconnect = 1, .offline = 5,
 			.known_root = &later.root,

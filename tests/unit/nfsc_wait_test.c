@@ -1,10 +1,10 @@
-/* nfsc_wait_test: the waits of nfsclient/sync.c without an origin (the
- * test answers the calls itself, on a pool made by hand): a countdown
- * waiter ends with the first error of its calls; a caller's wait for an
- * idempotent call ends with the answer, with EINTR when its request is
- * interrupted (also when fired before the call, until it arms another
- * token), with EHOSTDOWN when the origin is lost meanwhile; and an
- * abandoned call still finishes into memory that is its own (ASan). */
+/* nfsc_wait_test: the waits of nfsclient/sync.c and sync_intr.c without
+ * an origin (the test answers the calls itself, on a pool made by hand):
+ * a countdown waiter ends with the first error of its calls; a caller's
+ * wait for an idempotent call ends with the answer, with EINTR when its
+ * request is interrupted (also when fired before the call, until it arms
+ * another token), with EHOSTDOWN when the origin is lost meanwhile; and
+ * an abandoned call still finishes into memory that is its own (ASan). */
 #include <pthread.h>
 
 #include "nfsc_helpers.h"

@@ -2,7 +2,7 @@
  *
  * inspect.c: the command line and the offline subcommands (ls, show,
  *            verify, evict) and stats.
- * ctl.c:     the client side of a live gateway's control socket.
+ * ctl_client.c: the client side of a live gateway's control socket.
  * warm.c:    warm: read files through the mount into the cache; the
  *            command line, the mount and the PATHs, the dry run.
  * warm_files.c: warm's list of files, and what the gateway caches of
@@ -24,7 +24,7 @@
 
 extern const char *prog;
 
-/* ---- ctl.c ----
+/* ---- ctl_client.c ----
  * Protocol (served by daemon/ctl.c): connect to DIR/control.sock, send
  * one line, read the reply until the gateway closes the connection. */
 /* Send cmd (without newline); *reply gets the whole reply, NUL-ended

@@ -1,4 +1,5 @@
-/* ctl.c - the client side of a live gateway's control socket. */
+/* ctl_client.c - the client side of a live gateway's control socket:
+ * ask a question, read the whole answer, pick a counter out of it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
