@@ -438,12 +438,48 @@ static void intr_begin(fuse_req_t req)
 		fuse_req_interrupt_func(req, intr_fire, i);
 }
 
+/* ---- the request a thread serves (gw_i.h) ---- */
+static __thread fuse_req_t cur_req;
+
+void gw_req_enter(fuse_req_t req)
+{
+	cur_req = req;
+}
+
+void gw_req_leave(void)
+{
+	cur_req = NULL;
+}
+
+/* libfuse marks a request interrupted when FUSE_INTERRUPT names it,
+ * whether or not an interrupt function is set. */
+int gw_req_interrupted(void)
+{
+	fuse_req_t req = cur_req;
+
+	return req && fuse_req_interrupted(req) ?
+	       ops_intr_errno(fuse_req_ctx(req)->pid) : 0;
+}
+
 #define INTERRUPTIBLE(op, params, args)					\
 	static void op##_intr params					\
 	{								\
 		intr_begin(req);					\
+		gw_req_enter(req);					\
 		op args;						\
+		gw_req_leave();						\
 		nfsc_intr_disarm();					\
+	}
+/* The operations that may name a new file in the fleet store (or move a
+ * directory in it) and wait for it there: only that wait ends early when
+ * the request is interrupted (gw_req_interrupted); what they change at
+ * the origin is never cut short. */
+#define STORE_WAITS(op, params, args)					\
+	static void op##_st params					\
+	{								\
+		gw_req_enter(req);					\
+		op args;						\
+		gw_req_leave();						\
 	}
 INTERRUPTIBLE(gw_lookup, (fuse_req_t req, fuse_ino_t parent, const char *name),
 	      (req, parent, name))
@@ -457,17 +493,32 @@ INTERRUPTIBLE(gw_open, (fuse_req_t req, fuse_ino_t nodeid,
 INTERRUPTIBLE(gw_access, (fuse_req_t req, fuse_ino_t nodeid, int mask),
 	      (req, nodeid, mask))
 INTERRUPTIBLE(gw_statfs, (fuse_req_t req, fuse_ino_t nodeid), (req, nodeid))
+STORE_WAITS(gw_mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode), (req, parent, name, mode))
+STORE_WAITS(gw_mknod, (fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode, dev_t rdev), (req, parent, name, mode, rdev))
+STORE_WAITS(gw_symlink, (fuse_req_t req, const char *link, fuse_ino_t parent,
+			 const char *name), (req, link, parent, name))
+STORE_WAITS(gw_create, (fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi),
+	    (req, parent, name, mode, fi))
+STORE_WAITS(gw_link, (fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
+		      const char *newname), (req, nodeid, newparent, newname))
+STORE_WAITS(gw_rename, (fuse_req_t req, fuse_ino_t parent, const char *name,
+			fuse_ino_t newparent, const char *newname,
+			unsigned int flags),
+	    (req, parent, name, newparent, newname, flags))
 
 const struct fuse_lowlevel_ops gw_oper = {
 	.init = gw_init,
-	.mkdir = gw_mkdir,
-	.mknod = gw_mknod,
-	.symlink = gw_symlink,
-	.create = gw_create,
-	.link = gw_link,
+	.mkdir = gw_mkdir_st,
+	.mknod = gw_mknod_st,
+	.symlink = gw_symlink_st,
+	.create = gw_create_st,
+	.link = gw_link_st,
 	.unlink = gw_unlink,
 	.rmdir = gw_rmdir,
-	.rename = gw_rename,
+	.rename = gw_rename_st,
 	.setattr = gw_setattr,
 	.access = gw_access_intr,
 	.write_buf = gw_write_buf_op,
