@@ -204,6 +204,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 	unsigned tries = 0;
 	uint64_t attempts_at_start = f->attempts;
 	PGresult *r;
+	int stop;
 
 	GW_ASSERT_HELD(&f->lock);
 	for (;;) {
@@ -220,9 +221,13 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 				*err = -EAGAIN;
 				return NULL;
 			}
-			if (soft_expired(f, attempts_at_start) ||
-			    (f->give_up && f->give_up(f->give_up_arg))) {
+			if (soft_expired(f, attempts_at_start)) {
 				*err = -EIO;
+				return NULL;
+			}
+			stop = f->give_up ? f->give_up(f->give_up_arg) : 0;
+			if (stop > 0) {
+				*err = -stop;
 				return NULL;
 			}
 			wait_retry_locked(f);

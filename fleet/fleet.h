@@ -49,9 +49,10 @@ struct fleet_opts {
 	unsigned heartbeat_s;		/* 0: 10 */
 	void (*log)(const char *fmt, ...)
 		__attribute__((format(printf, 1, 2)));
-	/* Asked between tries while the store is away: true ends the wait
-	 * with -EIO (the gateway is stopping; its FUSE session is over). */
-	bool (*give_up)(void *arg);
+	/* Asked, in the waiting thread, between tries while the store is
+	 * away: an errno > 0 ends the wait with it negated (the gateway is
+	 * stopping; the request waiting was interrupted), 0 waits on. */
+	int (*give_up)(void *arg);
 	void *give_up_arg;
 };
 

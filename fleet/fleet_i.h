@@ -37,7 +37,7 @@ struct fleet {
 	bool hard;
 	unsigned timeout_s, heartbeat_s;
 	void (*log)(const char *fmt, ...);
-	bool (*give_up)(void *arg);
+	int (*give_up)(void *arg);
 	void *give_up_arg;
 
 	uint64_t export_id;		/* set once, before any call */

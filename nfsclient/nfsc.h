@@ -261,10 +261,11 @@ void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out);
 
 /* Interrupts: a thread that serves a request arms its token (any pointer
  * that stays unique while the request lives, e.g. the fuse_req_t) before
- * it makes synchronous calls; nfsc_intr_fire(i, token) from any thread
- * then ends the thread's waits for idempotent calls (nfsc_getattr,
- * nfsc_lookup, nfsc_access, nfsc_readlink, nfsc_fsstat) with -EINTR, the
- * one in progress and any later, until the thread arms another token or
+ * it makes synchronous calls; nfsc_intr_fire(i, token, err) from any
+ * thread then ends the thread's waits for idempotent calls (nfsc_getattr,
+ * nfsc_lookup, nfsc_access, nfsc_readlink, nfsc_fsstat) with -err (an
+ * errno > 0: the caller says what an interrupted wait answers), the one
+ * in progress and any later, until the thread arms another token or
  * disarms. An abandoned call goes on; its answer is dropped. A fire for a
  * token no longer armed does nothing. nfsc_intr_arm returns the thread's
  * state to pass to nfsc_intr_fire (NULL if it could not be made: then
@@ -272,7 +273,7 @@ void nfsc_origin_stat(const struct nfsc *n, struct nfsc_origin_stat *out);
 struct nfsc_intr;
 struct nfsc_intr *nfsc_intr_arm(const void *token);
 void nfsc_intr_disarm(void);
-void nfsc_intr_fire(struct nfsc_intr *i, const void *token);
+void nfsc_intr_fire(struct nfsc_intr *i, const void *token, int err);
 
 /* Origin calls by NFSv3 procedure (0 NULL .. 21 COMMIT), as nfsstat and
  * mountstats give a kernel client's admin: calls answered (a call retried

@@ -3,7 +3,7 @@
  * The idempotent single calls (GETATTR, LOOKUP, ACCESS, READLINK, FSSTAT)
  * can be interrupted (nfsc_intr_*): their waiter and the answer's
  * buffers are on the heap, shared by the caller and the call, so that a
- * caller that gives up (-EINTR) leaves the call to finish into memory that
+ * caller that gives up (interrupted: the errno of nfsc_intr_fire) leaves the call to finish into memory that
  * is still its own; the answer is copied out only when the caller gets it.
  * Locks: nfsc_intr.lock, then iwait.lock (fire signals the wait it finds
  * under its intr's lock); the waiter takes them one at a time.
@@ -22,7 +22,8 @@ struct iwait;
 struct nfsc_intr {
 	pthread_mutex_t lock;
 	const void *token;	/* the armed request, NULL if none; lock */
-	int fired;		/* fired for token; atomic */
+	int fired;		/* fired for token: the errno its waits end
+				 * with, 0 if not fired; atomic */
 	struct iwait *w;	/* the wait in progress; lock */
 };
 
@@ -134,13 +135,13 @@ static void iwait_done(int status, void *priv)
 	iwait_put_locked(w);
 }
 
-void nfsc_intr_fire(struct nfsc_intr *i, const void *token)
+void nfsc_intr_fire(struct nfsc_intr *i, const void *token, int err)
 {
-	if (!i || !token)
+	if (!i || !token || err <= 0)
 		return;
 	pthread_mutex_lock(&i->lock);
 	if (i->token == token) {
-		__atomic_store_n(&i->fired, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&i->fired, err, __ATOMIC_RELEASE);
 		if (i->w) {
 			pthread_mutex_lock(&i->w->lock);
 			pthread_cond_broadcast(&i->w->cond);
@@ -150,15 +151,17 @@ void nfsc_intr_fire(struct nfsc_intr *i, const void *token)
 	pthread_mutex_unlock(&i->lock);
 }
 
-static bool intr_fired(const struct nfsc_intr *i)
+/* The errno the armed request's waits end with, 0 if not fired. */
+static int intr_fired(const struct nfsc_intr *i)
 {
-	return i && __atomic_load_n(&i->fired, __ATOMIC_ACQUIRE);
+	return i ? __atomic_load_n(&i->fired, __ATOMIC_ACQUIRE) : 0;
 }
 
 /* Wait for the call the submit returned (0: queued) or for an interrupt
  * of the thread's armed request. On 0 the answer is in w->out (copy it
- * out, then iwait_end). -EINTR: the call goes on without its caller; so
- * does -EHOSTDOWN, when the origin is lost meanwhile (origin.c). */
+ * out, then iwait_end). Interrupted (-err of nfsc_intr_fire): the call
+ * goes on without its caller; so does -EHOSTDOWN, when the origin is lost
+ * meanwhile (origin.c). */
 static int iwait_wait(struct nfsc *n, struct iwait *w, int submit_ret)
 {
 	struct nfsc_intr *i = thread_intr;
@@ -172,7 +175,7 @@ static int iwait_wait(struct nfsc *n, struct iwait *w, int submit_ret)
 		pthread_mutex_unlock(&i->lock);
 	}
 	pthread_mutex_lock(&w->lock);
-	ret = -EINTR;
+	ret = 0;
 	while (!w->done && !intr_fired(i)) {
 		if (!n->opts.offline) {
 			pthread_cond_wait(&w->cond, &w->lock);
@@ -186,6 +189,8 @@ static int iwait_wait(struct nfsc *n, struct iwait *w, int submit_ret)
 	}
 	if (w->done)
 		ret = w->status;
+	else if (!ret)
+		ret = -intr_fired(i);
 	pthread_mutex_unlock(&w->lock);
 	if (i) {
 		pthread_mutex_lock(&i->lock);

@@ -392,6 +392,15 @@ static inline struct gw *req_gw(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* The request this thread serves, set (ops.c) around the operations that
+ * may wait for the fleet store, so that a wait far below them
+ * (fleet_ids.c) ends when the request is interrupted. gw_req_interrupted:
+ * the errno its waits end with (ops_intr_errno) once it is, else 0 (also
+ * outside such an operation). */
+void gw_req_enter(fuse_req_t req);
+void gw_req_leave(void);
+int gw_req_interrupted(void);
+
 /* ---- attr.c: what the origin's attributes say ---- */
 /* Seconds the kernel (and we) may trust attr, from acregmin..acdirmax. */
 double gw_attr_ttl(const struct gw *gw, const struct nfsc_attr *attr);

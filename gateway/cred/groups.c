@@ -83,12 +83,12 @@ static bool status_field(const char *s, int n, unsigned long *out)
 
 /* Is pid a kernel thread? From /proc/PID/stat's flags (field 9), for
  * kernels whose status has no Kthread: line (6.1 has none). */
-static int stat_kthread(pid_t pid)
+int gw_pid_kthread(pid_t pid)
 {
 	char buf[1024], *s, *end;
 	unsigned long long flags;
 
-	if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+	if (pid <= 0 || read_proc(pid, "stat", buf, sizeof(buf)) < 0)
 		return -1;
 	/* The name in parentheses may hold anything: fields start after the
 	 * last ')'. Then state, ppid, pgrp, session, tty_nr, tpgid, flags. */
@@ -131,7 +131,7 @@ int gw_groups_proc(pid_t pid, uid_t uid, gid_t gid, uint32_t *list, int max)
 	if ((s = status_line(buf, "Kthread"))) {
 		if (!status_field(s, 0, &v) || v != 0)
 			return -1;
-	} else if (stat_kthread(pid) != 0) {
+	} else if (gw_pid_kthread(pid) != 0) {
 		return -1;
 	}
 	s = strstr(buf, "\nGroups:");

@@ -1,4 +1,5 @@
-/* groups.h - the supplementary groups of a FUSE request's caller.
+/* groups.h - a FUSE request's caller: its supplementary groups, and whether
+ * it is a kernel thread.
  *
  * Only libc: the unit test (tests/unit/groups_test.c) links groups.c alone.
  */
@@ -24,6 +25,11 @@ enum gw_groups_src {
  * not the caller's or cannot be read (pid 0, thread gone, a kernel thread
  * such as nfsd acting for a client: its real credentials are its own). */
 int gw_groups_proc(pid_t pid, uid_t uid, gid_t gid, uint32_t *list, int max);
+
+/* Is thread pid (of the gateway's pid namespace) a kernel thread, such as
+ * knfsd's nfsd threads? 1 yes, 0 no, -1 unknown (pid 0: outside the
+ * namespace; gone; /proc unreadable). */
+int gw_pid_kthread(pid_t pid);
 
 /* The groups the user database gives uid (getpwuid_r + getgrouplist, as
  * rpc.mountd --manage-gids does), at most max, kept GW_GROUPS_TTL seconds;

@@ -58,13 +58,19 @@ int gw_fleet_check_dir(struct gw *gw)
 }
 
 /* A request waiting for the store ends once the FUSE session is over
- * (unmounted, or the process is stopping): libfuse joins its workers at
- * exit, and one waiting for ever would hold the exit up. */
-static bool session_over(void *arg)
+ * (unmounted, or the process is stopping: libfuse joins its workers at
+ * exit, and one waiting for ever would hold the exit up), and once it is
+ * interrupted: knfsd stopping its threads (a fleet's failover, with the
+ * store away meanwhile) waits for the request each one serves, and the
+ * stop would wait for the store. Its client is then told to try again
+ * (ops_intr_errno), at the gateway that has the address by then. */
+static int give_up(void *arg)
 {
 	struct gw *gw = arg;
 
-	return gw->se && fuse_session_exited(gw->se);
+	if (gw->se && fuse_session_exited(gw->se))
+		return EIO;
+	return gw_req_interrupted();
 }
 
 int gw_fleet_start(struct gw *gw, const char *version)
@@ -82,7 +88,7 @@ int gw_fleet_start(struct gw *gw, const char *version)
 		 * tenths of a second, nfs(5)) */
 		.timeout_s = gw->o->timeo * (gw->o->retrans + 1) / 10 + 1,
 		.log = gw_log,
-		.give_up = session_over,
+		.give_up = give_up,
 		.give_up_arg = gw,
 	};
 	struct fleet_kept k, *kept = NULL;

@@ -189,7 +189,10 @@ struct gw_inode *gw_inode_find(struct gw *gw, uint64_t nodeid)
 	return ino;
 }
 
-/* A new inode (not in the table) for a node-id of the node-id table. */
+/* A new inode (not in the table) for a node-id of the node-id table (or
+ * of the fleet store's). NULL with errno: ESTALE if neither has it, the
+ * store's error if it could not be asked (EIO; ETIMEDOUT or EINTR when
+ * the request waiting for it was interrupted: not the handle's fault). */
 static struct gw_inode *inode_from_table(struct gw *gw, uint64_t nodeid)
 {
 	struct gw_inode *ino;
@@ -197,24 +200,37 @@ static struct gw_inode *inode_from_table(struct gw *gw, uint64_t nodeid)
 	uint64_t parent;
 	uint32_t gen;
 	size_t len = sizeof(fh.data);
+	int ret;
 
-	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0 &&
-	    (gw_fleet_bring(gw, nodeid) ||
-	     nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0))
-		return NULL;
+	if (nodes_get(gw->nodes, nodeid, fh.data, &len, &parent, &gen) < 0) {
+		ret = gw_fleet_bring(gw, nodeid);
+		if (ret == -EIO || ret == -ETIMEDOUT || ret == -EINTR) {
+			errno = -ret;
+			return NULL;
+		}
+		len = sizeof(fh.data);
+		if (ret || nodes_get(gw->nodes, nodeid, fh.data, &len, &parent,
+				     &gen) < 0) {
+			errno = ESTALE;
+			return NULL;
+		}
+	}
 	fh.len = (uint32_t)len;
 	ino = inode_new(gw, &fh, nodeid);
 	if (ino)
 		ino->parent = parent;
+	else
+		errno = ENOMEM;
 	return ino;
 }
 
 /* nodeid, not in memory, brought back from the node-id table: inserted
  * with one lookup (an earlier process's, of a count this one does not
  * know: adopted, when it is a successor); with ref, one more is taken, on
- * an inode found too. NULL if the table does not have it, or if its
- * handle is in memory under another node-id (a second inode of one
- * handle would split the file's state). */
+ * an inode found too. NULL (errno ESTALE) if the table does not have it,
+ * or if its handle is in memory under another node-id (a second inode of
+ * one handle would split the file's state); errno otherwise as
+ * inode_from_table's. */
 static struct gw_inode *inode_bring_back(struct gw *gw, uint64_t nodeid,
 					 bool ref)
 {
@@ -240,6 +256,8 @@ static struct gw_inode *inode_bring_back(struct gw *gw, uint64_t nodeid,
 	pthread_mutex_unlock(&t->lock);
 	if (fresh)
 		inode_free(gw, fresh);
+	if (!ino)
+		errno = ESTALE;
 	return ino;
 }
 

@@ -33,7 +33,9 @@ struct gw_inode *gw_inode_get(struct gw *gw, uint64_t nodeid);
  * is not in memory; takes one kernel reference (drop it with
  * gw_inode_forget(gw, nodeid, 1) unless it goes to the kernel). NULL if
  * unknown, or if its origin handle is in memory under another node-id
- * (both: gw_inode_get's too). */
+ * (both: gw_inode_get's too), errno ESTALE; or, errno EIO, ETIMEDOUT or
+ * EINTR, if the fleet store that knows it could not be asked (away, soft;
+ * the request was interrupted while it waited). */
 struct gw_inode *gw_inode_resolve(struct gw *gw, uint64_t nodeid);
 /* The inode of an origin handle, if it is in memory, with one kernel
  * reference taken (drop it with gw_inode_forget(gw, nodeid, 1)). */

@@ -141,6 +141,7 @@ static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
 		      bool dotdot, struct fuse_entry_param *e)
 {
 	struct gw_inode *ino = gw_inode_resolve(gw, nodeid);
+	int err = ino ? 0 : errno;
 	struct nfsc_attr a;
 	int ret;
 
@@ -151,10 +152,14 @@ static int lookup_dot(struct gw *gw, fuse_req_t req, fuse_ino_t nodeid,
 		struct gw_inode *child = ino;
 
 		ino = gw_inode_resolve(gw, gw_inode_parent(gw, child));
+		err = ino ? 0 : errno;
 		gw_inode_forget(gw, child->nodeid, 1);
 	}
+	/* The store not asked is not a stale handle: knfsd passes ETIMEDOUT
+	 * on as "try again" (and makes ESTALE of the others). */
 	if (!ino)
-		return -ESTALE;
+		return err == EIO || err == ETIMEDOUT || err == EINTR ?
+		       -err : -ESTALE;
 	ret = gw_get_attr(gw, req, ino, true, &a);
 	if (ret < 0) {
 		gw_inode_forget(gw, ino->nodeid, 1);

@@ -182,6 +182,7 @@ static void gw_init(void *userdata, struct fuse_conn_info *conn)
 struct gw_getattr {
 	unsigned refs;			/* ino->lock */
 	bool done;			/* ino->lock */
+	bool intr;			/* the leader was interrupted; ino->lock */
 	int ret;			/* the leader's result, once done */
 	struct nfsc_attr a;
 };
@@ -233,8 +234,9 @@ static void ga_put_locked(struct gw_getattr *r)
 		free(r);
 }
 
-/* Wait for r to be answered; -EINTR if the caller is interrupted first.
- * ino->lock held. */
+/* Wait for r to be answered; -EINTR if the caller is interrupted first
+ * (its answer is ops_intr_errno's: the caller's to pick, outside the
+ * lock). ino->lock held. */
 static int ga_wait_locked(fuse_req_t req, struct gw_inode *ino,
 			  struct gw_getattr *r)
 {
@@ -262,16 +264,21 @@ again:
 	r = ino->ga;
 	if (r && !r->done) {
 		/* 1. One is out: take its answer. */
+		bool leader_intr = false;
+
 		r->refs++;
 		ret = ga_wait_locked(req, ino, r);
 		if (!ret) {
 			ret = r->ret;
+			leader_intr = r->intr;
 			*a = r->a;
 		}
 		ga_put_locked(r);
 		pthread_mutex_unlock(&ino->lock);
-		if (ret == -EINTR && !fuse_req_interrupted(req))
+		if (leader_intr && !fuse_req_interrupted(req))
 			goto again;	/* the leader was interrupted, not us */
+		if (ret == -EINTR || leader_intr)	/* we were */
+			return -ops_intr_errno(fuse_req_ctx(req)->pid);
 		if (ret >= 0)
 			__atomic_add_fetch(&gw->getattr_joined, 1,
 					   __ATOMIC_RELAXED);
@@ -289,6 +296,7 @@ again:
 	ret = get_attr_sent(gw, req, ino, true, a);
 	pthread_mutex_lock(&ino->lock);
 	r->ret = ret;
+	r->intr = ret < 0 && fuse_req_interrupted(req);
 	if (ret >= 0)
 		r->a = *a;
 	r->done = true;
@@ -429,14 +437,34 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
  * caller sleeps uninterruptibly until the answer), so these operations,
  * which wait only on idempotent origin calls (GETATTR, LOOKUP, ACCESS,
  * READLINK, FSSTAT), arm their request as the thread's interrupt token
- * (nfsclient's nfsc_intr_*): FUSE_INTERRUPT then ends the wait with EINTR
- * and the operation answers that, through its own error path; the origin
- * call is left to finish, its answer dropped. Writes and namespace
- * changes are not interruptible: their outcome at the origin would be
- * unknown. */
+ * (nfsclient's nfsc_intr_*): FUSE_INTERRUPT then ends the wait with
+ * ops_intr_errno's errno and the operation answers that, through its own
+ * error path; the origin call is left to finish, its answer dropped.
+ * Writes and namespace changes are not interruptible: their outcome at
+ * the origin would be unknown. */
+
+/* A process: EINTR, as any system call a signal interrupts. A kernel
+ * thread: knfsd stopping its nfsd threads (rpc.nfsd 0; kthread_stop makes
+ * a signal pending) interrupts the request each is serving, and each
+ * still replies to its NFS client. With EINTR, which knfsd does not know,
+ * that reply is NFS3ERR_IO (the kernel warns once: "nfsd: non-standard
+ * errno: -4") and the client's application gets EIO, when the server
+ * that takes the address over would have answered (a fleet's move,
+ * doc/fleet.md; guest test 95 saw it in 3 runs of 4). ETIMEDOUT is
+ * knfsd's "try again" (NFS3ERR_JUKEBOX, NFS4ERR_DELAY; a file handle's
+ * decoding passes it on too, where other errors become ESTALE): the
+ * client sends the call again, to whichever server has the address then.
+ * pid 0, a caller outside the gateway's pid namespace (knfsd's threads
+ * are, to a gateway in a container), is taken for a kernel thread. Read
+ * from /proc once per interrupt, which is rare. */
+int ops_intr_errno(pid_t pid)
+{
+	return pid == 0 || gw_pid_kthread(pid) == 1 ? ETIMEDOUT : EINTR;
+}
+
 static void intr_fire(fuse_req_t req, void *data)
 {
-	nfsc_intr_fire(data, req);
+	nfsc_intr_fire(data, req, ops_intr_errno(fuse_req_ctx(req)->pid));
 }
 
 static void intr_begin(fuse_req_t req)
@@ -448,12 +476,48 @@ static void intr_begin(fuse_req_t req)
 		fuse_req_interrupt_func(req, intr_fire, i);
 }
 
+/* ---- the request a thread serves (gw_i.h) ---- */
+static __thread fuse_req_t cur_req;
+
+void gw_req_enter(fuse_req_t req)
+{
+	cur_req = req;
+}
+
+void gw_req_leave(void)
+{
+	cur_req = NULL;
+}
+
+/* libfuse marks a request interrupted when FUSE_INTERRUPT names it,
+ * whether or not an interrupt function is set. */
+int gw_req_interrupted(void)
+{
+	fuse_req_t req = cur_req;
+
+	return req && fuse_req_interrupted(req) ?
+	       ops_intr_errno(fuse_req_ctx(req)->pid) : 0;
+}
+
 #define INTERRUPTIBLE(op, params, args)					\
 	static void op##_intr params					\
 	{								\
 		intr_begin(req);					\
+		gw_req_enter(req);					\
 		op args;						\
+		gw_req_leave();						\
 		nfsc_intr_disarm();					\
+	}
+/* The operations that may name a new file in the fleet store (or move a
+ * directory in it) and wait for it there: only that wait ends early when
+ * the request is interrupted (gw_req_interrupted); what they change at
+ * the origin is never cut short. */
+#define STORE_WAITS(op, params, args)					\
+	static void op##_st params					\
+	{								\
+		gw_req_enter(req);					\
+		op args;						\
+		gw_req_leave();						\
 	}
 INTERRUPTIBLE(gw_lookup, (fuse_req_t req, fuse_ino_t parent, const char *name),
 	      (req, parent, name))
@@ -467,17 +531,32 @@ INTERRUPTIBLE(gw_open, (fuse_req_t req, fuse_ino_t nodeid,
 INTERRUPTIBLE(gw_access, (fuse_req_t req, fuse_ino_t nodeid, int mask),
 	      (req, nodeid, mask))
 INTERRUPTIBLE(gw_statfs, (fuse_req_t req, fuse_ino_t nodeid), (req, nodeid))
+STORE_WAITS(gw_mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode), (req, parent, name, mode))
+STORE_WAITS(gw_mknod, (fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode, dev_t rdev), (req, parent, name, mode, rdev))
+STORE_WAITS(gw_symlink, (fuse_req_t req, const char *link, fuse_ino_t parent,
+			 const char *name), (req, link, parent, name))
+STORE_WAITS(gw_create, (fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi),
+	    (req, parent, name, mode, fi))
+STORE_WAITS(gw_link, (fuse_req_t req, fuse_ino_t nodeid, fuse_ino_t newparent,
+		      const char *newname), (req, nodeid, newparent, newname))
+STORE_WAITS(gw_rename, (fuse_req_t req, fuse_ino_t parent, const char *name,
+			fuse_ino_t newparent, const char *newname,
+			unsigned int flags),
+	    (req, parent, name, newparent, newname, flags))
 
 const struct fuse_lowlevel_ops gw_oper = {
 	.init = gw_init,
-	.mkdir = gw_mkdir,
-	.mknod = gw_mknod,
-	.symlink = gw_symlink,
-	.create = gw_create,
-	.link = gw_link,
+	.mkdir = gw_mkdir_st,
+	.mknod = gw_mknod_st,
+	.symlink = gw_symlink_st,
+	.create = gw_create_st,
+	.link = gw_link_st,
 	.unlink = gw_unlink,
 	.rmdir = gw_rmdir,
-	.rename = gw_rename,
+	.rename = gw_rename_st,
 	.setattr = gw_setattr,
 	.access = gw_access_intr,
 	.write_buf = gw_write_buf_op,

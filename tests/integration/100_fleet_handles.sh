@@ -1,5 +1,5 @@
 #!/bin/bash
-# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names, and the same through two re-exports (an NFS handle taken through nfs-ganesha re-exporting A reads the origin's bytes through another nfs-ganesha re-exporting B, restarted empty); a file rewritten or made and fsynced through A reads the same through B; 8 writers making files through A at once: their new names reach the store in fewer round trips than names (group commit), and each file's handle opens on B with its bytes; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
+# A fleet: two gateways on one origin with their own cache_dirs and one store (a real PostgreSQL 15) name every file alike, so every file handle taken on A (name_to_handle_at) opens on B (open_by_handle_at) with the origin's bytes, B never having seen the names, and the same through two re-exports (an NFS handle taken through nfs-ganesha re-exporting A reads the origin's bytes through another nfs-ganesha re-exporting B, restarted empty); a file rewritten or made and fsynced through A reads the same through B; 8 writers making files through A at once: their new names reach the store in fewer round trips than names (group commit), and each file's handle opens on B with its bytes; both walked the tree at the same moment and still agree byte for byte on every handle; B restarted on an empty cache_dir still opens them all; a cold walk costs about one store round trip per directory, not per file; with the store stopped, what B knows keeps working, A restarts on what its cache_dir kept, and a new name waits (hard) until the store is back, a caller waiting for it killable, while a soft gateway lists new names and fails a new name with EIO (lost and back logged once each); a third gateway's cold walk started with the store away and the store started again: the walk finishes with the origin's sizes and the same handles; a store replaced by an empty one: a gateway of the old one answers a new name EIO, says why, and keeps its own handles; a fleet's cache_dir without fleet=, and a cache_dir with node-ids of its own with fleet=, are refused with a message.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 test_require_fhclient
@@ -196,6 +196,23 @@ mount_gateway "$ORIGIN_URL" "$mntA" "cache_dir=$cA,$fleet,fleet_member=a" ||
 pidA=$GW_PID logA=$GW_LOG
 out=$("$PY" "$H" check "$work/hA" "$mntA" "$data" 2>&1)
 [ "$out" = "ok $nfiles" ] || bad "A restarted with the store away, its own handles: $(printf '%s\n' "$out" | head -3 | tr '\n' ';')"
+# A caller waiting for the store stays killable (knfsd stopping its
+# threads in a failover waits for them): its request interrupted, the
+# wait ends.
+echo "another made while the store was away" >"$data/new-file2"
+timeout -k 30 2 stat "$mntB/new-file2" >/dev/null 2>"$work/new2-err" &
+statpid=$!
+for ((i = 0; i < 100; i++)); do
+	pid_alive "$statpid" || break
+	sleep 0.1
+done
+if pid_alive "$statpid"; then
+	bad "a caller waiting for the store is not killable: there 10 s after timeout 2 ended it"
+else
+	wait "$statpid"
+	st=$?
+	[ "$st" = 124 ] || bad "a caller waiting for the store: status $st (want 124, ended by timeout): $(cat "$work/new2-err")"
+fi
 echo "made while the store was away" >"$data/new-file"
 cat "$mntB/new-file" >"$work/new-out" 2>"$work/new-err" &
 catpid=$!

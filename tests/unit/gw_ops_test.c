@@ -5,11 +5,18 @@
  * clears setuid/setgid for a non-owner's write is not sent, anything
  * more is (the owner's, root's, a real chmod, one with other fields).
  * listing: a READDIRPLUS counts as leave to search the directory only if
- * it gave a name's handle and attributes ("." and ".." do not count). */
+ * it gave a name's handle and attributes ("." and ".." do not count).
+ * interrupts: a process's interrupted request answers EINTR, a kernel
+ * thread's (knfsd's nfsd threads being stopped) ETIMEDOUT, which knfsd
+ * passes to its client as "try again" where EINTR would be its EIO. */
 #include "ops_i.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -141,10 +148,31 @@ static void test_searched(void)
 	CHECK(!ops_names_searched(&l));
 }
 
+static void test_intr_errno(void)
+{
+	char comm[32] = "";
+	FILE *f;
+
+	CHECK_EQ(ops_intr_errno(getpid()), EINTR);
+	/* Outside the gateway's pid namespace: maybe knfsd's. */
+	CHECK_EQ(ops_intr_errno(0), ETIMEDOUT);
+	/* kthreadd is pid 2 where this test sees the kernel's threads. */
+	f = fopen("/proc/2/comm", "r");
+	if (f && fgets(comm, sizeof(comm), f) &&
+	    !strcmp(comm, "kthreadd\n"))
+		CHECK_EQ(ops_intr_errno(2), ETIMEDOUT);
+	else
+		fprintf(stderr, "no kthreadd at pid 2: the kernel thread's "
+			"case not checked\n");
+	if (f)
+		fclose(f);
+}
+
 int main(void)
 {
 	test_sattr();
 	test_killpriv();
 	test_searched();
+	test_intr_errno();
 	return 0;
 }

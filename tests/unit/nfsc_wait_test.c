@@ -1,9 +1,9 @@
 /* nfsc_wait_test: the waits of nfsclient/sync.c and sync_intr.c without
  * an origin (the test answers the calls itself, on a pool made by hand):
  * a countdown waiter ends with the first error of its calls; a caller's
- * wait for an idempotent call ends with the answer, with EINTR when its
- * request is interrupted (also when fired before the call, until it arms
- * another token), with EHOSTDOWN when the origin is lost meanwhile; and
+ * wait for an idempotent call ends with the answer, with the errno the
+ * interrupt names (EINTR, ETIMEDOUT) when its request is interrupted (also
+ * when fired before the call, until it arms another token), with EHOSTDOWN when the origin is lost meanwhile; and
  * an abandoned call still finishes into memory that is its own (ASan). */
 #include <pthread.h>
 
@@ -160,7 +160,7 @@ int main(void)
 	caller_start(&c, n, &token_a, 1);
 	caller_go(&c, 1);
 	r = next_req(n);
-	nfsc_intr_fire(caller_intr(&c), &token_a);
+	nfsc_intr_fire(caller_intr(&c), &token_a, EINTR);
 	caller_join(&c);
 	CHECK_EQ(c.ret[0], -EINTR);
 	answer(r, 1);
@@ -168,23 +168,23 @@ int main(void)
 	/* 4. A fire for another request's token does nothing: the call
 	 * made after it waits for its answer. */
 	caller_start(&c, n, &token_a, 1);
-	nfsc_intr_fire(caller_intr(&c), &token_b);
+	nfsc_intr_fire(caller_intr(&c), &token_b, EINTR);
 	caller_go(&c, 1);
 	answer(next_req(n), 99);
 	caller_join(&c);
 	CHECK_EQ(c.ret[0], 0);
 	CHECK_EQ(c.attr[0].size, 99);
 
-	/* 5. Fired before the call: this call and the next end with EINTR
-	 * at once (both still go out); a caller that arms another token
-	 * waits again. */
+	/* 5. Fired before the call, with the errno the gateway gives a
+	 * kernel thread: this call and the next end with it at once (both
+	 * still go out); a caller that arms another token waits again. */
 	caller_start(&c, n, &token_a, 2);
-	nfsc_intr_fire(caller_intr(&c), &token_a);
+	nfsc_intr_fire(caller_intr(&c), &token_a, ETIMEDOUT);
 	caller_go(&c, 2);
 	next_reqs(n, two, 2);
 	caller_join(&c);
-	CHECK_EQ(c.ret[0], -EINTR);
-	CHECK_EQ(c.ret[1], -EINTR);
+	CHECK_EQ(c.ret[0], -ETIMEDOUT);
+	CHECK_EQ(c.ret[1], -ETIMEDOUT);
 	answer(two[1], 2);
 	answer(two[0], 3);
 	caller_start(&c, n, &token_b, 1);
