@@ -534,6 +534,31 @@ static mode_t dirent_mode(const struct nfsc_dirent *de)
 	return st.st_mode;
 }
 
+/* An entry of a snapshot read at loaded_at: with the inode's attributes
+ * (what the snapshot gave it, or newer: a chmod through the mount since
+ * changes the file's attributes, not the directory's version, and a
+ * snapshot outlives its open), trusted for what is left of their
+ * timeout; none held (dropped after a change): the kernel asks. */
+static void entry_from_inode(struct gw *gw, struct gw_inode *ino,
+			     const struct nfsc_dirent *de,
+			     const struct timespec *loaded_at,
+			     struct fuse_entry_param *e)
+{
+	struct nfsc_attr cur = de->attr;
+	struct timespec at = *loaded_at;
+	bool valid;
+
+	pthread_mutex_lock(&ino->lock);
+	valid = ino->attr_valid;
+	if (valid) {
+		cur = ino->attr;
+		at = ino->attr_at;
+	}
+	pthread_mutex_unlock(&ino->lock);
+	gw_make_entry(gw, ino, &cur, e);
+	e->attr_timeout = valid ? gw_attr_ttl_left(gw, &cur, &at) : 0;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		       off_t off, struct fuse_file_info *fi, bool plus)
 {
@@ -644,17 +669,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 				gw_inode_note_name(ino, nodeid, de->name,
 						   &de->attr);
 
-				gw_make_entry(gw, ino, &de->attr, &e);
-				/* Kept attributes: trusted for what is left
-				 * of their timeout, as old as they are. */
-				if (d->snap->kept)
+				if (d->snap->kept) {
+					/* Kept attributes: trusted for what
+					 * is left of their timeout, as old
+					 * as they are. */
+					gw_make_entry(gw, ino, &de->attr, &e);
 					e.attr_timeout = gw_attr_ttl_left(
 						gw, &de->attr,
 						&d->snap->kept_at[i]);
-				else if (aged)
-					e.attr_timeout = gw_attr_ttl_left(
-						gw, &de->attr,
-						&d->snap->loaded_at);
+				} else {
+					entry_from_inode(gw, ino, de,
+							 &d->snap->loaded_at,
+							 &e);
+				}
 				refs[nrefs++] = ino->nodeid;
 			}
 		}
