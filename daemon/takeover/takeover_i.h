@@ -55,6 +55,9 @@
 /* ---- takeover_state.c ---- */
 int gw_state_create(void);		/* the first process: a new memfd */
 int gw_state_open(int fd, char *err, size_t len);	/* a successor */
+/* The state of a process of GW_STATE_VERSION_PREV, handed over: made this
+ * version's (grown by the lock records, none), before anything maps it. */
+int gw_state_upgrade(int fd, char *err, size_t len);
 int gw_state_fd(void);
 void gw_state_close(void);
 
