@@ -20,7 +20,9 @@
  * (takeover_probe.c: else it refuses, and the old process serves on) and asks
  * `takeover VERSION FORMAT MNT`. The serving process refuses with one line
  * (another state version or cache format, another mount point, a kernel
- * without FUSE_NOTIFY_RESEND, a stop under way) and serves on, or answers
+ * without FUSE_NOTIFY_RESEND, a stop under way) and serves on (a process
+ * of GW_STATE_VERSION_PREV refusing our version is asked again for its
+ * own, its state converted once handed over: gw_state_upgrade), or answers
  * "ok PID", stops taking requests (fuse_session_exit: what a worker reads
  * from then on stays unanswered in the kernel), lets the requests it holds
  * finish, commits every writer's data, closes the cache, and sends the
