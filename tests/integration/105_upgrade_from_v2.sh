@@ -1,7 +1,8 @@
 #!/bin/bash
-# An upgrade in place from a binary of takeover state version 2 (CACHEGW_OLD_BINARY, e.g. a build of commit 22349c0; skipped without it): a supervised mount made by the old binary, a file held open and a reader looping through the mount, the start command run again with this binary: it is refused for its version, asks again for version 2, converts the state and serves: the loop sees no error, the held file still reads equal to the origin's, the old supervisor is gone; fcntl locks through the upgraded mount are taken and conflict (in the host's kernel: the connection was negotiated without lock requests until the next mount); an upgrade from the converted state to this binary again works; the old binary asked to take over from this one is refused (no downgrade, one line naming its older version) and the mount serves on.
+# An upgrade in place from a binary of takeover state version 2 (CACHEGW_OLD_BINARY, e.g. a build of commit 22349c0; skipped without it): a supervised mount made by the old binary, under fio --verify (a writer and a reader), a file held open and a reader looping through the mount, the start command run again with this binary: it is refused for its version, asks again for version 2, converts the state and serves: the loop sees no error, the held file still reads equal to the origin's, the old supervisor is gone; the new serving process killed with SIGKILL, its supervisor starts a successor on the converted state; fio exits 0 with no verify error; fcntl locks through the upgraded mount are taken and conflict (in the host's kernel: the connection was negotiated without lock requests until the next mount); an upgrade from the converted state to this binary again works; the old binary asked to take over from this one is refused (no downgrade, one line naming its older version) and the mount serves on.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
+test_require_cmd fio
 L=$(dirname "$0")/../lib/locker.py
 if ! python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)'; then
 	echo "SKIP: takeover needs FUSE_NOTIFY_RESEND (Linux >= 6.9), this is $(uname -r)" >&2
@@ -13,7 +14,7 @@ if [ -z "${CACHEGW_OLD_BINARY:-}" ] || [ ! -x "$CACHEGW_OLD_BINARY" ]; then
 fi
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
-mkdir -p "$data/d"
+mkdir -p "$data/d" "$data/fio"
 for i in 1 2 3; do head -c $((i * 300000 + 7)) /dev/urandom >"$data/d/f$i"; done
 head -c 4096 /dev/urandom >"$data/lk"
 ORIGIN_NLM_PORT=$((ORIGIN_NFS_PORT + 3)) test_origin "$data"
@@ -26,6 +27,15 @@ oldsup=$(gw_metric "$cdir" supervisor_pid)
 [ -n "$old" ] && [ -n "$oldsup" ] && [ "$oldsup" != 0 ] ||
 	{ bad "the old binary's mount: no serving pid ($old) or supervisor ($oldsup)"; exit 1; }
 
+# fio writing and reading (verified) across the upgrade and the kill.
+fio --name=prep --directory="$mnt/fio" --filename=r.dat --rw=write --bs=64k \
+	--size=8M --verify=crc32c --do_verify=0 --verify_state_save=0 >"$work/fio-prep.out" 2>&1 ||
+	bad "fio could not write the reader's file: $(tail -3 "$work/fio-prep.out")"
+fio --directory="$mnt/fio" --time_based --runtime=8 --bs=64k \
+	--name=w --rw=randwrite --size=4M --verify=crc32c --verify_backlog=16 --verify_state_save=0 \
+	--name=r --filename=r.dat --rw=randread --size=8M --verify=crc32c \
+	>"$work/fio.out" 2>&1 &
+fio_pid=$!
 # A file held open across the upgrades, and a reader looping.
 exec 5<"$mnt/d/f1"
 (
@@ -57,6 +67,21 @@ pid_wait_exit "$old" 30 || bad "the old serving process $old still runs"
 pid_wait_exit "$oldsup" 30 || bad "the old supervisor $oldsup still runs"
 cmp -s <(cat <&5) "$data/d/f1" || bad "the file held open across the upgrade does not read as the origin's"
 exec 5<&-
+
+# ---- a crash: the new supervisor's successor opens the converted state
+p=$(gw_serving "$cdir")
+kill -KILL "$p" 2>/dev/null || bad "no serving process $p to kill"
+for ((i = 0; i < 200; i++)); do
+	q=$(gw_serving "$cdir")
+	[ -n "$q" ] && [ "$q" != "$p" ] && break
+	sleep 0.1
+done
+[ -n "$q" ] && [ "$q" != "$p" ] || bad "no successor after the kill of $p"
+gw_register_serving "$cdir"
+wait "$fio_pid"
+rc=$?
+[ $rc = 0 ] || bad "fio exit $rc: $(grep -iE 'verify|err=' "$work/fio.out" | head -5)"
+grep -qi 'verify: bad' "$work/fio.out" && bad "fio found bad data: $(grep -i -m3 'verify: bad' "$work/fio.out")"
 
 # ---- locks through the upgraded mount: taken, and they conflict
 MODE=hold "$PY" "$L" posix w 0 100 "$mnt/lk" >"$work/holder" 2>&1 &
