@@ -33,9 +33,15 @@
 #include "nfsc.h"
 
 #define GW_STATE_MAGIC 0x31746174737767ULL	/* "gwstat1" */
-/* Bump when struct gw_state or struct gw_hrec change: an upgrade to a
- * binary of another version is refused before the old process stops. */
+/* Bump when the layout below changes. An upgrade from a process of
+ * another version is refused before the old process stops, except from
+ * GW_STATE_VERSION_PREV, whose layout is a prefix of this one (the new
+ * process converts its state: gw_state_upgrade, takeover_state.c);
+ * a binary of an older version never takes over from a newer one.
+ *   2: everything up to recs[GW_STATE_SLOTS];
+ *   3: the lock records after them (gw_state_locks). */
 #define GW_STATE_VERSION 3
+#define GW_STATE_VERSION_PREV 2
 #define GW_STATE_INIT_MAX 512
 #define GW_STATE_SLOTS (1024u * 4096u)	/* handles.c: H_PAGE * H_PAGES */
 #define GW_STATE_INTENTS 512u
@@ -116,13 +122,25 @@ struct gw_state {
 	/* Changes at the origin sent and not yet answered to the kernel
 	 * (intent.c): one per operation. */
 	struct gw_intent_rec intents[GW_STATE_INTENTS];
-	/* Owners of locks taken at the origin (lock/locks.c). */
-	struct gw_lock_rec locks[GW_STATE_LOCKS];
 	struct gw_hrec recs[];		/* GW_STATE_SLOTS */
+	/* then, from version 3: struct gw_lock_rec [GW_STATE_LOCKS], the
+	 * owners of locks taken at the origin (lock/locks.c) */
 };
 
-#define GW_STATE_SIZE \
+/* Where version 2 ended: its size, and where the lock records begin. */
+#define GW_STATE_LOCKS_OFF \
 	(sizeof(struct gw_state) + (size_t)GW_STATE_SLOTS * sizeof(struct gw_hrec))
+#define GW_STATE_SIZE_PREV GW_STATE_LOCKS_OFF
+#define GW_STATE_SIZE \
+	(GW_STATE_LOCKS_OFF + (size_t)GW_STATE_LOCKS * sizeof(struct gw_lock_rec))
+
+_Static_assert(GW_STATE_LOCKS_OFF % _Alignof(struct gw_lock_rec) == 0,
+	       "the lock records are aligned");
+
+static inline struct gw_lock_rec *gw_state_locks(struct gw_state *st)
+{
+	return (struct gw_lock_rec *)((char *)st + GW_STATE_LOCKS_OFF);
+}
 
 /* The mapping of this process (NULL: none; then handles are not
  * recorded). Set at start, before any request. */

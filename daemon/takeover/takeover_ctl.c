@@ -22,12 +22,18 @@ void gw_ctl_takeover(struct gw_proc *pr, int fd, const char *args, FILE *out)
 		fprintf(out, "refused: a malformed takeover request\n");
 		return;
 	}
+	/* Another version: its first words are read by a successor
+	 * (takeover_probe.c: one of the next version asks again for ours)
+	 * and stay as they are. An older one is refused: it would not know
+	 * what this version keeps (the lock owners). */
 	if (ver != GW_STATE_VERSION || fmt != CACHE_FORMAT_VERSION) {
 		fprintf(out, "refused: this gateway (pid %d) keeps takeover "
 			"state version %u and cache format %u, the new one %u "
-			"and %u: stop it and start the new one instead\n",
+			"and %u: %sstop it and start the new one instead\n",
 			getpid(), GW_STATE_VERSION, CACHE_FORMAT_VERSION, ver,
-			fmt);
+			fmt, ver < GW_STATE_VERSION && fmt ==
+			CACHE_FORMAT_VERSION ? "a binary older than this "
+			"one cannot take it over; " : "");
 		return;
 	}
 	if (strcmp(mnt, pr->o->mountpoint_real)) {

@@ -20,7 +20,9 @@
  * (takeover_probe.c: else it refuses, and the old process serves on) and asks
  * `takeover VERSION FORMAT MNT`. The serving process refuses with one line
  * (another state version or cache format, another mount point, a kernel
- * without FUSE_NOTIFY_RESEND, a stop under way) and serves on, or answers
+ * without FUSE_NOTIFY_RESEND, a stop under way) and serves on (a process
+ * of GW_STATE_VERSION_PREV refusing our version is asked again for its
+ * own, its state converted once handed over: gw_state_upgrade), or answers
  * "ok PID", stops taking requests (fuse_session_exit: what a worker reads
  * from then on stays unanswered in the kernel), lets the requests it holds
  * finish, commits every writer's data, closes the cache, and sends the
@@ -55,6 +57,9 @@
 /* ---- takeover_state.c ---- */
 int gw_state_create(void);		/* the first process: a new memfd */
 int gw_state_open(int fd, char *err, size_t len);	/* a successor */
+/* The state of a process of GW_STATE_VERSION_PREV, handed over: made this
+ * version's (grown by the lock records, none), before anything maps it. */
+int gw_state_upgrade(int fd, char *err, size_t len);
 int gw_state_fd(void);
 void gw_state_close(void);
 

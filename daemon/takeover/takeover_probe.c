@@ -57,11 +57,14 @@ static void wait_gone(int pid)
 		usleep(10000);
 }
 
-/* Ask it; the pid that handed over, with fds[0] the connection and fds[1]
- * the state, or -errno with a line in err. */
-static int request(int fd, const char *mnt, int fds[2], char *err,
-		   size_t len)
+/* Ask it for state version ver; the pid that handed over, with fds[0] the
+ * connection and fds[1] the state, or -errno with a line in err (*prev:
+ * it refused because it keeps GW_STATE_VERSION_PREV, in our cache
+ * format). */
+static int request(int fd, unsigned ver, const char *mnt, int fds[2],
+		   char *err, size_t len, bool *prev)
 {
+	unsigned their_ver, their_fmt;
 	char line[512], msg[16];
 	size_t got = 0;
 	ssize_t n;
@@ -69,7 +72,8 @@ static int request(int fd, const char *mnt, int fds[2], char *err,
 	FILE *f;
 
 	f = fdopen(dup(fd), "w");
-	if (!f || fprintf(f, "takeover %u %u %s\n", GW_STATE_VERSION,
+	*prev = false;
+	if (!f || fprintf(f, "takeover %u %u %s\n", ver,
 			  CACHE_FORMAT_VERSION, mnt) < 0 || fflush(f)) {
 		if (f)
 			fclose(f);
@@ -92,6 +96,13 @@ static int request(int fd, const char *mnt, int fds[2], char *err,
 	line[got] = 0;
 	line[strcspn(line, "\n")] = 0;
 	if (strncmp(line, "ok ", 3)) {
+		/* The refusal of another version (takeover_ctl.c), the same
+		 * words in every version since 2. */
+		*prev = sscanf(line, "refused: this gateway (pid %d) keeps "
+			       "takeover state version %u and cache format %u",
+			       &pid, &their_ver, &their_fmt) == 3 &&
+			their_ver == GW_STATE_VERSION_PREV &&
+			their_fmt == CACHE_FORMAT_VERSION;
 		snprintf(err, len, "the serving gateway %s",
 			 got ? line : "did not answer the takeover request "
 			 "(an older version?)");
@@ -136,6 +147,7 @@ static int origin_reach(const struct gw_opts *o, struct nfsc **n, char *err,
 int gw_takeover_ask(struct gw_opts *o, int fds[2], struct nfsc **origin)
 {
 	char err[1024];		/* request's: its answer's line and more */
+	bool prev, upgraded = false;
 	int pid, live;
 
 	*origin = NULL;
@@ -152,8 +164,37 @@ int gw_takeover_ask(struct gw_opts *o, int fds[2], struct nfsc **origin)
 	live = gw_takeover_probe(o->cache_dir);
 	if (live < 0)
 		return 0;
-	pid = request(live, o->mountpoint_real, fds, err, sizeof(err));
+	pid = request(live, GW_STATE_VERSION, o->mountpoint_real, fds, err,
+		      sizeof(err), &prev);
 	close(live);
+	/* 3. A process of the version before (a binary released before this
+	 *    one) refuses ours: asked again for its own, on a connection of
+	 *    its own (ctl.c answers one command per connection), its state
+	 *    converted once it is ours. */
+	if (pid < 0 && prev) {
+		gw_log("takeover: the serving gateway keeps takeover state "
+		       "version %u: taking it over with that state, converted "
+		       "to version %u", GW_STATE_VERSION_PREV,
+		       GW_STATE_VERSION);
+		live = gw_takeover_probe(o->cache_dir);
+		if (live < 0)
+			return 0;
+		pid = request(live, GW_STATE_VERSION_PREV, o->mountpoint_real,
+			      fds, err, sizeof(err), &prev);
+		close(live);
+		if (pid >= 0 && gw_state_upgrade(fds[1], err, sizeof(err))) {
+			close(fds[0]);
+			close(fds[1]);
+			fds[0] = fds[1] = -1;
+			nfsc_close(*origin);
+			*origin = NULL;
+			fprintf(stderr, "cachegw: %s: the connection handed "
+				"over by pid %d is lost: %s\n",
+				o->mountpoint_real, pid, err);
+			return EXIT_FAILURE;
+		}
+		upgraded = pid >= 0;
+	}
 	if (pid < 0) {
 		nfsc_close(*origin);
 		*origin = NULL;
@@ -162,6 +203,7 @@ int gw_takeover_ask(struct gw_opts *o, int fds[2], struct nfsc **origin)
 			o->mountpoint_real, err);
 		return EXIT_FAILURE;
 	}
-	gw_log("took over %s from pid %d", o->mountpoint_real, pid);
+	gw_log("took over %s from pid %d%s", o->mountpoint_real, pid,
+	       upgraded ? " (its takeover state converted)" : "");
 	return 0;
 }

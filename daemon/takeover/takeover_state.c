@@ -75,6 +75,50 @@ int gw_state_open(int fd, char *err, size_t len)
 	return 0;
 }
 
+int gw_state_upgrade(int fd, char *err, size_t len)
+{
+	struct gw_state *st;
+	struct stat sb;
+	int ret = 0;
+
+	if (fstat(fd, &sb) < 0)
+		sb.st_size = 0;
+	if ((size_t)sb.st_size != GW_STATE_SIZE_PREV) {
+		snprintf(err, len, "the takeover state passed is not of state "
+			 "version %u (%lld bytes, %zu expected)",
+			 GW_STATE_VERSION_PREV, (long long)sb.st_size,
+			 GW_STATE_SIZE_PREV);
+		return -EINVAL;
+	}
+	/* Grown from exactly the old size: the lock records read as zeros
+	 * (no lock owners), and stay unallocated until written. */
+	if (ftruncate(fd, (off_t)GW_STATE_SIZE) < 0) {
+		ret = -errno;
+		snprintf(err, len, "cannot grow the takeover state to version "
+			 "%u: %s", GW_STATE_VERSION, strerror(errno));
+		return ret;
+	}
+	/* The fixed part only: the records are not touched. */
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		  0);
+	if (st == MAP_FAILED) {
+		ret = -errno;
+		snprintf(err, len, "cannot map the takeover state: %s",
+			 strerror(errno));
+		return ret;
+	}
+	if (st->magic != GW_STATE_MAGIC ||
+	    st->version != GW_STATE_VERSION_PREV) {
+		snprintf(err, len, "the takeover state passed is damaged or of "
+			 "another version (%u, %u expected)", st->version,
+			 GW_STATE_VERSION_PREV);
+		ret = -EINVAL;
+	} else
+		st->version = GW_STATE_VERSION;
+	munmap(st, sizeof(*st));
+	return ret;
+}
+
 int gw_state_fd(void)
 {
 	return state_fd;

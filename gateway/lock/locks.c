@@ -69,13 +69,14 @@ int gw_lock_errno(int ret)
  * state, or all taken: o is not kept for a successor, logged once). */
 static void rec_put(struct gw_locks *l, struct gw_lock_owner *o)
 {
-	struct gw_lock_rec *r;
+	struct gw_lock_rec *recs, *r;
 	uint32_t i;
 
 	if (!gw_state)
 		return;
+	recs = gw_state_locks(gw_state);
 	for (i = 0; i < GW_STATE_LOCKS; i++) {
-		r = &gw_state->locks[(l->rec_hint + i) % GW_STATE_LOCKS];
+		r = &recs[(l->rec_hint + i) % GW_STATE_LOCKS];
 		if (__atomic_load_n(&r->nodeid, __ATOMIC_RELAXED))
 			continue;
 		l->rec_hint = (l->rec_hint + i + 1) % GW_STATE_LOCKS;
@@ -109,7 +110,7 @@ static int recs_adopt(struct gw_locks *l)
 	uint32_t i;
 
 	for (i = 0; i < GW_STATE_LOCKS; i++) {
-		struct gw_lock_rec *r = &gw_state->locks[i];
+		struct gw_lock_rec *r = &gw_state_locks(gw_state)[i];
 
 		if (!__atomic_load_n(&r->nodeid, __ATOMIC_ACQUIRE))
 			continue;

@@ -98,6 +98,16 @@ static void negotiated(struct gw *gw, struct fuse_conn_info *conn)
 		       "(0x%llx): serving with the connection's until the "
 		       "next mount", (unsigned long long)conn->want,
 		       (unsigned long long)st->want);
+	/* A connection made by a binary without lock/ (state version 2):
+	 * the kernel keeps every lock itself, as with local_lock=all. */
+	if ((conn->want & ~st->want) &
+	    (FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS))
+		gw_log("takeover: the connection was made without %s lock "
+		       "requests: those locks stay in this host's kernel, not "
+		       "at the origin, until the next mount",
+		       !(st->want & (FUSE_CAP_POSIX_LOCKS |
+				     FUSE_CAP_FLOCK_LOCKS)) ? "fcntl and flock" :
+		       st->want & FUSE_CAP_POSIX_LOCKS ? "flock" : "fcntl");
 	conn->want = (unsigned)st->want;
 	conn->max_write = st->max_write;
 	conn->max_read = st->max_read;
