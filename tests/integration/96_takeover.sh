@@ -7,7 +7,7 @@ if ! python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split
 	echo "SKIP: takeover needs FUSE_NOTIFY_RESEND (Linux >= 6.9), this is $(uname -r)" >&2
 	exit 77
 fi
-# 20 of each; 6 under ThreadSanitizer (4x slower: the races
+# 10 of each; 6 under ThreadSanitizer (4x slower: the races
 # are in the first few as much as in the last).
 ROUNDS=${CACHEGW_TAKEOVER_ROUNDS:-10}
 ldd "$CACHEGW" 2>/dev/null | grep -q libtsan && ROUNDS=${CACHEGW_TAKEOVER_ROUNDS:-6}
