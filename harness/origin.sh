@@ -879,6 +879,13 @@ harness_timeout() {
 #                                        supervisor (started by a takeover,
 #                                        outside the harness) are the
 #                                        harness's to stop
+#   gw_wait_successor DIR OLD [SECS]     wait (20 s) until a pid other than
+#                                        OLD serves DIR, and register it
+#   gw_stop_supervised DIR MNT [LOG]     stop as systemctl does (SIGTERM to
+#                                        the supervisor): both exit, MNT is
+#                                        unmounted, LOG has no sanitizer
+#                                        report; each miss said "FAIL: ..."
+#                                        on stderr, and status 1
 #   drop_caches                          sync; echo 3 > /proc/sys/vm/drop_caches
 
 : "${CACHEGW_INSPECT:=$(dirname "$CACHEGW")/../tools/inspect/cachegw-inspect}"
@@ -906,6 +913,37 @@ gw_register_serving() {
 	[ -n "$p" ] && harness_register_pid "$p"
 	[ -n "$s" ] && [ "$s" != 0 ] && harness_register_pid "$s"
 	return 0
+}
+
+gw_wait_successor() {
+	local i p t=$(( ${3:-20} * 10 ))
+	for ((i = 0; i < t; i++)); do
+		p=$(gw_serving "$1")
+		if [ -n "$p" ] && [ "$p" != "$2" ]; then
+			gw_register_serving "$1"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+gw_stop_supervised() {
+	local dir=$1 mnt=$2 log=${3:-} p s ok=0
+	p=$(gw_serving "$dir")
+	s=$(gw_metric "$dir" supervisor_pid)
+	if [ -z "$s" ] || [ "$s" = 0 ] || ! kill -TERM "$s" 2>/dev/null; then
+		echo "FAIL: no supervisor to stop" >&2
+		return 1
+	fi
+	pid_wait_exit "$p" 30 || { echo "FAIL: the serving process $p did not exit after SIGTERM to its supervisor" >&2; ok=1; }
+	pid_wait_exit "$s" 30 || { echo "FAIL: the supervisor $s did not exit after SIGTERM" >&2; ok=1; }
+	is_mounted "$mnt" && { echo "FAIL: $mnt still mounted after SIGTERM" >&2; ok=1; }
+	if [ -n "$log" ] && ! sanitizer_check "$log"; then
+		echo "FAIL: sanitizer report in $log" >&2
+		ok=1
+	fi
+	return $ok
 }
 
 gw_wait_metric() {

@@ -41,10 +41,5 @@ else
 	bad "no supervisor after the upgrade"
 fi
 # The end as systemctl stop does it: SIGTERM to the supervisor.
-p=$(gw_serving "$cdir")
-kill -TERM "$sup" 2>/dev/null || bad "no supervisor to stop"
-pid_wait_exit "$p" 30 || bad "the serving process $p did not exit after SIGTERM to its supervisor"
-pid_wait_exit "$sup" 30 || bad "the supervisor $sup did not exit after SIGTERM"
-is_mounted "$mnt" && bad "still mounted after SIGTERM"
-sanitizer_check "$work/gw.log" || bad "sanitizer report in the gateway's log"
+gw_stop_supervised "$cdir" "$mnt" "$work/gw.log" || fail=1
 exit $fail

@@ -71,13 +71,7 @@ exec 5<&-
 # ---- a crash: the new supervisor's successor opens the converted state
 p=$(gw_serving "$cdir")
 kill -KILL "$p" 2>/dev/null || bad "no serving process $p to kill"
-for ((i = 0; i < 200; i++)); do
-	q=$(gw_serving "$cdir")
-	[ -n "$q" ] && [ "$q" != "$p" ] && break
-	sleep 0.1
-done
-[ -n "$q" ] && [ "$q" != "$p" ] || bad "no successor after the kill of $p"
-gw_register_serving "$cdir"
+gw_wait_successor "$cdir" "$p" || bad "no successor after the kill of $p"
 wait "$fio_pid"
 rc=$?
 [ $rc = 0 ] || bad "fio exit $rc: $(grep -iE 'verify|err=' "$work/fio.out" | head -5)"
@@ -125,11 +119,5 @@ echo "  reader loops: $(cat "$work/loops" 2>/dev/null)" >&2
 for i in 1 2 3; do
 	cmp -s "$mnt/d/f$i" "$data/d/f$i" || bad "d/f$i after the upgrades differs from the origin's"
 done
-sup=$(gw_metric "$cdir" supervisor_pid)
-p=$(gw_serving "$cdir")
-kill -TERM "$sup" 2>/dev/null || bad "no supervisor to stop"
-pid_wait_exit "$p" 30 || bad "the serving process $p did not exit after SIGTERM to its supervisor"
-pid_wait_exit "$sup" 30 || bad "the supervisor $sup did not exit after SIGTERM"
-is_mounted "$mnt" && bad "still mounted after SIGTERM"
-sanitizer_check "$work/gw.log" || bad "sanitizer report in the gateway's log"
+gw_stop_supervised "$cdir" "$mnt" "$work/gw.log" || fail=1
 exit $fail

@@ -193,13 +193,7 @@ if python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split("
 		else
 			kill -KILL "$p"
 		fi
-		for ((i = 0; i < 200; i++)); do
-			q=$(gw_serving "$cdirD")
-			[ -n "$q" ] && [ "$q" != "$p" ] && break
-			sleep 0.1
-		done
-		[ -n "$q" ] && [ "$q" != "$p" ] || bad "D ($f): no successor"
-		gw_register_serving "$cdirD"
+		gw_wait_successor "$cdirD" "$p" || bad "D ($f): no successor"
 		expect "B: $f after D's takeover" EAGAIN "$(try "$mntB" posix w 0 1 $f)"
 		kill -TERM "$hf"
 		wait "$hf" 2>/dev/null

@@ -23,16 +23,8 @@ opts="cache_dir=$cdir,supervise,logfile=$work/gw.log,pidfile=$work/gw.pid"
 
 serving() { gw_serving "$cdir"; }
 register_serving() { gw_register_serving "$cdir"; }
-# wait_successor OLD: a new serving pid within 20 s.
-wait_successor() {
-	local i p
-	for ((i = 0; i < 200; i++)); do
-		p=$(serving)
-		[ -n "$p" ] && [ "$p" != "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# wait_successor OLD: a new serving pid within 20 s (registered).
+wait_successor() { gw_wait_successor "$cdir" "$1"; }
 # ctl_request LINE: send LINE on the control socket, print the first line
 # of the answer, hang up.
 ctl_request() {
@@ -289,12 +281,7 @@ done
 # serving process, which detaches the mount and exits; so does the
 # supervisor, with nothing reported at exit
 step "SIGTERM to the supervisor"
-p=$(serving)
-s=$(gw_metric "$cdir" supervisor_pid)
-[ -n "$s" ] && [ "$s" != 0 ] && kill -TERM "$s" || bad "no supervisor to stop"
-pid_wait_exit "$p" 30 || bad "the serving process $p did not exit after SIGTERM to its supervisor"
-pid_wait_exit "$s" 30 || bad "the supervisor $s did not exit after SIGTERM"
-is_mounted "$mnt" && bad "still mounted after SIGTERM"
+gw_stop_supervised "$cdir" "$mnt" || fail=1
 pid_wait_exit "$GW_PID" 5 || bad "the first supervisor ($GW_PID) is still running"
 wait "$GW_PID" 2>/dev/null
 st=$?

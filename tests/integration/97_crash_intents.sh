@@ -48,16 +48,8 @@ except OSError as e:
     print(errno.errorcode.get(e.errno, str(e.errno)))
 PY
 
-# wait_successor OLD: a new serving pid within 20 s.
-wait_successor() {
-	local i p
-	for ((i = 0; i < 200; i++)); do
-		p=$(gw_serving "$cdir")
-		[ -n "$p" ] && [ "$p" != "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# wait_successor OLD: a new serving pid within 20 s (registered).
+wait_successor() { gw_wait_successor "$cdir" "$1"; }
 
 # crash_during OP ARGS...: run OP through the mount (as AS=(setpriv ...),
 # if set); once its change is done at the origin and held, run the

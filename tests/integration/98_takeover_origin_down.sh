@@ -19,16 +19,8 @@ URL=$ORIGIN_FAR_URL
 origin_down() { pid_stop "$ORIGIN_FAR_PID" 5; }
 origin_up() { latproxy_start origin 0 "$FAR_NFS_PORT" "$FAR_MNT_PORT" || bad "the proxy did not start again"; }
 
-# wait_successor DIR OLD: another serving pid within 30 s.
-wait_successor() {
-	local i p
-	for ((i = 0; i < 300; i++)); do
-		p=$(gw_serving "$1")
-		[ -n "$p" ] && [ "$p" != "$2" ] && { gw_register_serving "$1"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
+# wait_successor DIR OLD: another serving pid within 30 s (registered).
+wait_successor() { gw_wait_successor "$1" "$2" 30; }
 # A writer: writes N random bytes to PATH (a copy in WANT), says "wrote",
 # waits for GO to exist, then fsync and close: "ok" or "errno N".
 # writer_start NAME PATH N: one in the background, its lines in

@@ -188,13 +188,7 @@ info "the start command again: exit $rc: $out"
 
 step "SIGKILL of the serving process"
 kill -KILL "$p" || bad "no serving process $p"
-for ((i = 0; i < 600; i++)); do
-	q=$(gw_serving "$cdir")
-	[ -n "$q" ] && [ "$q" != "$p" ] && break
-	sleep 0.1
-done
-[ -n "$q" ] && [ "$q" != "$p" ] || bad "no successor of $p"
-gw_register_serving "$cdir"
+gw_wait_successor "$cdir" "$p" 60 || bad "no successor of $p"
 while [ $((SECONDS - t0)) -lt "$DOWN" ]; do sleep 1; done
 is_mounted "$mnt" || bad "the gateway's mount is gone while the origin was away"
 pid_alive "$GW_PID" || bad "the supervisor is gone"
