@@ -392,11 +392,16 @@ static inline struct gw *req_gw(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* The request this thread serves, set (ops.c) around the operations that
+/* ---- cred/caller.c: an interrupted request ----
+ * gw_intr_errno: the errno an interrupted request of caller pid (FUSE's
+ * pid, 0 if outside the gateway's pid namespace) answers: EINTR for a
+ * process, ETIMEDOUT for a kernel thread or pid 0 (caller.c says why).
+ * The request this thread serves, set (ops.c) around the operations that
  * may wait for the fleet store, so that a wait far below them
  * (fleet_ids.c) ends when the request is interrupted. gw_req_interrupted:
- * the errno its waits end with (ops_intr_errno) once it is, else 0 (also
+ * the errno its waits end with (gw_intr_errno) once it is, else 0 (also
  * outside such an operation). */
+int gw_intr_errno(pid_t pid);
 void gw_req_enter(fuse_req_t req);
 void gw_req_leave(void);
 int gw_req_interrupted(void);

@@ -63,7 +63,7 @@ int gw_fleet_check_dir(struct gw *gw)
  * interrupted: knfsd stopping its threads (a fleet's failover, with the
  * store away meanwhile) waits for the request each one serves, and the
  * stop would wait for the store. Its client is then told to try again
- * (ops_intr_errno), at the gateway that has the address by then. */
+ * (gw_intr_errno), at the gateway that has the address by then. */
 static int give_up(void *arg)
 {
 	struct gw *gw = arg;

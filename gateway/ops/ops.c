@@ -245,7 +245,7 @@ static void ga_put_locked(struct gw_getattr *r)
 }
 
 /* Wait for r to be answered; -EINTR if the caller is interrupted first
- * (its answer is ops_intr_errno's: the caller's to pick, outside the
+ * (its answer is gw_intr_errno's: the caller's to pick, outside the
  * lock). ino->lock held. */
 static int ga_wait_locked(fuse_req_t req, struct gw_inode *ino,
 			  struct gw_getattr *r)
@@ -288,7 +288,7 @@ again:
 		if (leader_intr && !fuse_req_interrupted(req))
 			goto again;	/* the leader was interrupted, not us */
 		if (ret == -EINTR || leader_intr)	/* we were */
-			return -ops_intr_errno(fuse_req_ctx(req)->pid);
+			return -gw_intr_errno(fuse_req_ctx(req)->pid);
 		if (ret >= 0)
 			__atomic_add_fetch(&gw->getattr_joined, 1,
 					   __ATOMIC_RELAXED);
@@ -448,33 +448,14 @@ static void gw_statfs(fuse_req_t req, fuse_ino_t nodeid)
  * which wait only on idempotent origin calls (GETATTR, LOOKUP, ACCESS,
  * READLINK, FSSTAT), arm their request as the thread's interrupt token
  * (nfsclient's nfsc_intr_*): FUSE_INTERRUPT then ends the wait with
- * ops_intr_errno's errno and the operation answers that, through its own
+ * gw_intr_errno's errno (cred/caller.c) and the operation answers that, through its own
  * error path; the origin call is left to finish, its answer dropped.
  * Writes and namespace changes are not interruptible: their outcome at
  * the origin would be unknown. */
 
-/* A process: EINTR, as any system call a signal interrupts. A kernel
- * thread: knfsd stopping its nfsd threads (rpc.nfsd 0; kthread_stop makes
- * a signal pending) interrupts the request each is serving, and each
- * still replies to its NFS client. With EINTR, which knfsd does not know,
- * that reply is NFS3ERR_IO (the kernel warns once: "nfsd: non-standard
- * errno: -4") and the client's application gets EIO, when the server
- * that takes the address over would have answered (a fleet's move,
- * doc/fleet.md; guest test 95 saw it in 3 runs of 4). ETIMEDOUT is
- * knfsd's "try again" (NFS3ERR_JUKEBOX, NFS4ERR_DELAY; a file handle's
- * decoding passes it on too, where other errors become ESTALE): the
- * client sends the call again, to whichever server has the address then.
- * pid 0, a caller outside the gateway's pid namespace (knfsd's threads
- * are, to a gateway in a container), is taken for a kernel thread. Read
- * from /proc once per interrupt, which is rare. */
-int ops_intr_errno(pid_t pid)
-{
-	return pid == 0 || gw_pid_kthread(pid) == 1 ? ETIMEDOUT : EINTR;
-}
-
 static void intr_fire(fuse_req_t req, void *data)
 {
-	nfsc_intr_fire(data, req, ops_intr_errno(fuse_req_ctx(req)->pid));
+	nfsc_intr_fire(data, req, gw_intr_errno(fuse_req_ctx(req)->pid));
 }
 
 static void intr_begin(fuse_req_t req)
@@ -484,29 +465,6 @@ static void intr_begin(fuse_req_t req)
 	/* Called at once if the request was interrupted already. */
 	if (i)
 		fuse_req_interrupt_func(req, intr_fire, i);
-}
-
-/* ---- the request a thread serves (gw_i.h) ---- */
-static __thread fuse_req_t cur_req;
-
-void gw_req_enter(fuse_req_t req)
-{
-	cur_req = req;
-}
-
-void gw_req_leave(void)
-{
-	cur_req = NULL;
-}
-
-/* libfuse marks a request interrupted when FUSE_INTERRUPT names it,
- * whether or not an interrupt function is set. */
-int gw_req_interrupted(void)
-{
-	fuse_req_t req = cur_req;
-
-	return req && fuse_req_interrupted(req) ?
-	       ops_intr_errno(fuse_req_ctx(req)->pid) : 0;
 }
 
 #define INTERRUPTIBLE(op, params, args)					\

@@ -20,10 +20,6 @@
 struct gw_handle;
 
 /* ---- ops.c: the operations table (gw_oper: gateway.h) ---- */
-/* The errno an interrupted request of caller pid (FUSE's pid, 0 if
- * outside the gateway's pid namespace) answers: EINTR for a process,
- * ETIMEDOUT for a kernel thread or pid 0 (ops.c says why). */
-int ops_intr_errno(pid_t pid);
 
 /* ---- lookup.c ---- */
 void gw_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

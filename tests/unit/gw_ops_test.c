@@ -153,14 +153,14 @@ static void test_intr_errno(void)
 	char comm[32] = "";
 	FILE *f;
 
-	CHECK_EQ(ops_intr_errno(getpid()), EINTR);
+	CHECK_EQ(gw_intr_errno(getpid()), EINTR);
 	/* Outside the gateway's pid namespace: maybe knfsd's. */
-	CHECK_EQ(ops_intr_errno(0), ETIMEDOUT);
+	CHECK_EQ(gw_intr_errno(0), ETIMEDOUT);
 	/* kthreadd is pid 2 where this test sees the kernel's threads. */
 	f = fopen("/proc/2/comm", "r");
 	if (f && fgets(comm, sizeof(comm), f) &&
 	    !strcmp(comm, "kthreadd\n"))
-		CHECK_EQ(ops_intr_errno(2), ETIMEDOUT);
+		CHECK_EQ(gw_intr_errno(2), ETIMEDOUT);
 	else
 		fprintf(stderr, "no kthreadd at pid 2: the kernel thread's "
 			"case not checked\n");
