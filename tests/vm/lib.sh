@@ -175,7 +175,8 @@ vm_manifest() {
 #
 #   knfsd_origin_start DIR FSID      export DIR from a knfsd in network
 #                                    namespace cgworigin (own nfsd threads,
-#                                    rpcbind, mountd; own /run, /var/lib/nfs,
+#                                    lockd, rpcbind, mountd, rpc.statd; own
+#                                    /run, /var/lib/nfs,
 #                                    /etc/exports), reached over a veth pair;
 #                                    sets KNFSD_ORIGIN_URL (nfs://ADDR/DIR
 #                                    with nfsport= and mountport=)
@@ -199,6 +200,7 @@ KNFSD_ORIGIN_THREADS=${KNFSD_ORIGIN_THREADS:-8}
 KNFSD_ORIGIN_MANAGE_GIDS=${KNFSD_ORIGIN_MANAGE_GIDS:-}
 _VM_ORIGIN_PID=		# rpcbind's: holds the origin's namespaces
 _VM_ORIGIN_MOUNTD=
+_VM_ORIGIN_STATD=
 
 knfsd_origin_exec() {
 	[ -n "$_VM_ORIGIN_PID" ] || return 1
@@ -217,7 +219,7 @@ knfsd_origin_start() { # DIR FSID
 	ip netns exec "$KNFSD_ORIGIN_NS" sh -c "ip link set lo up &&
 		ip addr add $KNFSD_ORIGIN_ADDR/24 dev cgwo1 && ip link set cgwo1 up" || return 1
 	state=$(harness_tmpdir knfsd-origin) || return 1
-	# Prints "RPCBIND_PID MOUNTD_PID" once nfsd runs.
+	# Prints "RPCBIND_PID MOUNTD_PID STATD_PID" once nfsd runs.
 	pids=$(ip netns exec "$KNFSD_ORIGIN_NS" bash -s "$dir" "$fsid" "$state" \
 		"$KNFSD_ORIGIN_HOST" "$KNFSD_ORIGIN_MNT_PORT" "$KNFSD_ORIGIN_THREADS" \
 		"$KNFSD_ORIGIN_MANAGE_GIDS" <<-'EOS'
@@ -241,16 +243,22 @@ knfsd_origin_start() { # DIR FSID
 		rpcbind -f -w </dev/null >/dev/null 2>&1 3>&- &
 		rb=$!
 		for i in $(seq 100); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+		# rpc.statd: lockd asks it to monitor each client that locks
+		# (SM_MON); without it every NLM lock is refused (NOLOCKS).
+		mkdir -p /var/lib/nfs/statd/sm /var/lib/nfs/statd/sm.bak
+		rpc.statd -F --no-notify -P /var/lib/nfs/statd </dev/null >/dev/null 2>&1 3>&- &
+		sd=$!
+		for i in $(seq 100); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -q status && break; sleep 0.1; done
 		exportfs -o "rw,no_subtree_check,sync,no_root_squash,insecure,fsid=$fsid" \
 			"${client%.*}.0/24:$dir" || exit 1
 		rpc.mountd -F -p "$mport" </dev/null >/dev/null 2>&1 3>&- &
 		md=$!
 		rpc.nfsd -N 4 "$threads" 3>&- || exit 1
 		for i in $(seq 100); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -q mountd && break; sleep 0.1; done
-		echo "$rb $md" >&3
+		echo "$rb $md $sd" >&3
 		EOS
 	) || { vlog "the origin's knfsd did not start"; return 1; }
-	read -r _VM_ORIGIN_PID _VM_ORIGIN_MOUNTD <<<"$pids"
+	read -r _VM_ORIGIN_PID _VM_ORIGIN_MOUNTD _VM_ORIGIN_STATD <<<"$pids"
 	[ -n "$_VM_ORIGIN_MOUNTD" ] || { vlog "the origin's knfsd did not start"; return 1; }
 	KNFSD_ORIGIN_URL="nfs://$KNFSD_ORIGIN_ADDR$dir?nfsport=2049&mountport=$KNFSD_ORIGIN_MNT_PORT"
 }
@@ -260,6 +268,7 @@ knfsd_origin_stop() {
 	knfsd_origin_exec exportfs -ua 2>/dev/null
 	knfsd_origin_exec timeout 30 rpc.nfsd 0 2>/dev/null
 	pid_stop "$_VM_ORIGIN_MOUNTD" 5
+	[ -n "${_VM_ORIGIN_STATD:-}" ] && pid_stop "$_VM_ORIGIN_STATD" 5
 	pid_stop "$_VM_ORIGIN_PID" 5
 	_VM_ORIGIN_PID=
 	ip link del cgwo0 2>/dev/null
