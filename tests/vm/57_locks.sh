@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test, the users' case for locks: knfsd as the origin (its own network namespace, with lockd and rpc.statd) and a kernel NFSv3 client mounting it directly (with locks); a gateway A on it and a second gateway B. fcntl and flock locks taken through A conflict with the direct client's both ways (the kernel client takes flock as a whole-file NLM lock), F_GETLK through A reports the direct client's range, a holder killed frees its lock at the origin; a lock of a local process of the origin host (knfsd maps NLM onto its own locks) holds against A. knfsd re-exports A: an NFSv4.2 client's fcntl and flock locks conflict with the direct client and with a process on B, and its unlock frees them; an NFSv3 client of the re-export (lockd) is answered what FUSE lets knfsd's lockd have: ENOLCK (doc/locks.md says why); with local_lock=posix a v3 client's lock is taken, holds against processes on that gateway's mount and is not seen at the origin.
+# Guest test, the users' case for locks: knfsd as the origin (its own network namespace, with lockd and rpc.statd) and a kernel NFSv3 client mounting it directly (with locks); a gateway A on it and a second gateway B. fcntl and flock locks taken through A conflict with the direct client's both ways (the kernel client takes flock as a whole-file NLM lock), F_GETLK through A reports the direct client's range, a holder killed frees its lock at the origin; a lock of a local process of the origin host (knfsd maps NLM onto its own locks) holds against A. knfsd re-exports A: an NFSv4.2 client's fcntl and flock locks conflict with the direct client and with a process on B, and its holder's death frees them; on Linux >= 6.9 (A supervised) such a lock holds at the origin across an upgrade in place of A and a SIGKILL of A's serving process, and is freed after them; an NFSv3 client of the re-export (lockd) is answered what FUSE lets knfsd's lockd have: ENOLCK (doc/locks.md says why); with local_lock=posix a v3 client's lock is taken, holds against processes on that gateway's mount and is not seen at the origin.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start
@@ -16,11 +16,21 @@ chmod 0666 "$data"/*
 step "knfsd origin (lockd, rpc.statd) in network namespace $KNFSD_ORIGIN_NS"
 knfsd_origin_start "$data" 7501 || exit 1
 # The guest's own knfsd, lockd and rpc.statd: the direct client's lockd
-# (GRANTED callbacks) and later the re-export.
+# (GRANTED callbacks) and later the re-export, without delegations as
+# doc/reexport.md says (6.12's knfsd gives write delegations, and a
+# client holding one keeps its locks to itself: none reach the server).
+echo 0 >/proc/sys/fs/leases-enable
 knfsd_start || exit 1
 mntA=$(harness_tmpdir mntA)
 mntB=$(harness_tmpdir mntB)
-mount_gateway "$KNFSD_ORIGIN_URL" "$mntA" "cache_dir=$(harness_tmpdir cacheA),allow_other" || exit 1
+cdirA=$(harness_tmpdir cacheA)
+# A takeover (upgrade in place, a crash under the supervisor) needs
+# FUSE_NOTIFY_RESEND (Linux >= 6.9): on such a kernel A is supervised and
+# a lock is held across both.
+TAKEOVER=
+python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)' && TAKEOVER=1
+optsA="cache_dir=$cdirA,allow_other${TAKEOVER:+,supervise}"
+mount_gateway "$KNFSD_ORIGIN_URL" "$mntA" "$optsA" || exit 1
 mount_gateway "$KNFSD_ORIGIN_URL" "$mntB" "cache_dir=$(harness_tmpdir cacheB),allow_other" || exit 1
 direct=$(harness_tmpdir direct)
 nfs_mount "$KNFSD_ORIGIN_ADDR:$data" "$direct" "vers=3,mountport=$KNFSD_ORIGIN_MNT_PORT,actimeo=0" || exit 1
@@ -113,6 +123,26 @@ expect "direct: flock of x while the v4.2 client holds one" EAGAIN "$(try "$dire
 expect "B: flock of x while the v4.2 client holds one" EAGAIN "$(try "$mntB/x" flock w 0 0)"
 release "$held"
 expect "B: flock of x after the v4.2 holder was killed" ok "$(until_try ok "$mntB/x" flock w 0 0)"
+if [ -n "$TAKEOVER" ]; then
+	step "a v4.2 client's lock held across an upgrade and a SIGKILL of gateway A"
+	gw_register_serving "$cdirA"
+	hold v3 "$c4/w" posix w 0 100 || exit 1
+	hv=$held
+	p=$(gw_serving "$cdirA")
+	"$CACHEGW" "$KNFSD_ORIGIN_URL" "$mntA" -o "$optsA" </dev/null >>"$work/upgrade.err" 2>&1 ||
+		bad "upgrade of A: exit $? ($(tail -n 1 "$work/upgrade.err"))"
+	gw_wait_successor "$cdirA" "$p" 60 || bad "upgrade of A: no successor of $p"
+	expect "direct: w after A's upgrade" EAGAIN "$(try "$direct/w" posix w 50 1)"
+	p=$(gw_serving "$cdirA")
+	kill -KILL "$p" || bad "no serving process $p of A"
+	gw_wait_successor "$cdirA" "$p" 60 || bad "kill of A: no successor of $p"
+	expect "direct: w after A's serving process was killed" EAGAIN "$(try "$direct/w" posix w 50 1)"
+	expect "B: w after A's takeovers" EAGAIN "$(try "$mntB/w" posix w 0 1)"
+	release "$hv"
+	expect "direct: w after the v4.2 holder (across the takeovers) was killed" ok "$(until_try ok "$direct/w" posix w 0 100)"
+else
+	info "Linux $(uname -r): no takeover (needs >= 6.9), the lock across an upgrade is tested on 6.12"
+fi
 hold b1 "$mntB/y" posix w 0 0 || exit 1
 expect "v4.2 client: y while B holds it" EAGAIN "$(try "$c4/y" posix w 0 1)"
 release "$held"

@@ -3,9 +3,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start
-# CACHEGW_TEST_FLEET_MOVE=short (what tools/test runs): two moves (there
-# and back, the store stopped and started again during the first), NFSv3
-# only: 273-400 s of guest time on a loaded host, most of it the set-up.
+# CACHEGW_TEST_FLEET_MOVE=short: two moves (there and back, the store
+# stopped and started again during the first), NFSv3 only: 273-400 s of
+# guest time on a loaded host, most of it the set-up: more than the
+# suite's guest has left, so tools/test runs it only when asked.
 # CACHEGW_TEST_FLEET_MOVE=1: the full run, 20 moves and the NFSv4.2 part
 # (doc/fleet.md has its figures). Unset or 0: skipped.
 case ${CACHEGW_TEST_FLEET_MOVE:-} in
