@@ -37,8 +37,8 @@ for g in A B; do
 	done
 	[ "$(m "$cd_" lock_owners)" = 0 ] ||
 		bad "$g: lock_owners $(m "$cd_" lock_owners) with every owner gone"
-	[ "$(m "$cd_" locks_granted_total)" -ge 100 ] ||
-		bad "$g: locks_granted_total $(m "$cd_" locks_granted_total), not >= 100"
+	[ "$(m "$cd_" locks_granted_total)" -ge 40 ] ||
+		bad "$g: locks_granted_total $(m "$cd_" locks_granted_total), not >= 40"
 	[ "$(m "$cd_" locks_released_total)" -ge 20 ] ||
 		bad "$g: locks_released_total $(m "$cd_" locks_released_total), not >= 20"
 	[ "$(m "$cd_" locks_waited_total)" -ge 5 ] ||

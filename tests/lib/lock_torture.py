@@ -203,7 +203,8 @@ class Worker:
         if r < 0.14 and (fno, slot) in self.fds:
             # Closed and opened again at once, then locked (below): the
             # new open file may be the old one's memory (its lock owner
-            # the same number) while the old one's release is on its way.
+            # the same number) while the old one's release is on its way
+            # (FUSE sends RELEASE without waiting for it).
             with self.table as t:
                 set_belief(t, owner, fno, range(SPAN + 1), ".")
                 bump(t, "reopens")
@@ -299,8 +300,13 @@ def checker(state, seed, mnts):
                 fds[(m, fno)] = os.open(
                     os.path.join(mnts[m], "t%d" % fno), os.O_RDONLY)
             off = i if i < SPAN else SPAN + rng.randrange(4096)
-            tests = [fcntl.F_WRLCK] + ([fcntl.F_RDLCK] if c == "r" else [])
-            for want in tests:
+            # Only "is it held": whether the holder F_GETLK names is the
+            # believer itself is not told (l_pid is 0 through the
+            # gateway), and an owner that changes the type of part of
+            # its lock may still hold the old type there at the origin
+            # (nfs-ganesha 4.3 keeps a write lock an owner downgrades in
+            # part: doc/locks.md).
+            for want in (fcntl.F_WRLCK,):
                 try:
                     res = fcntl.fcntl(fds[(m, fno)], fcntl.F_GETLK,
                                       fl(want, off, 1))
@@ -308,19 +314,14 @@ def checker(state, seed, mnts):
                     t["viol"].append("checker: F_GETLK t%d %d: %s" % (
                         fno, off, errno.errorcode.get(e.errno, e.errno)))
                     break
-                got, _, gs, gn, _ = struct.unpack("hhqqi4x", res)
+                got = struct.unpack("hhqqi4x", res)[0]
                 bump(t, "checks")
                 if want == fcntl.F_WRLCK and got == fcntl.F_UNLCK:
                     t["viol"].append("%.6f " % time.monotonic() +
                         "lost: %s believes it holds %s at byte %d of t%d, "
-                        "F_GETLK through mount %d says unlocked" %
-                        (owner, c, off, fno, m))
-                if want == fcntl.F_RDLCK and got == fcntl.F_WRLCK:
-                    t["viol"].append("%.6f " % time.monotonic() +
-                        "conflict: %s believes it holds r at byte %d of "
-                        "t%d, F_GETLK through mount %d reports a write "
-                        "lock [%d,+%d); believed there: %s" % (
-                            owner, off, fno, m, gs, gn, believed(t, fno, i)))
+                        "F_GETLK through mount %d says unlocked; believed "
+                        "there: %s" % (owner, c, off, fno, m,
+                                       believed(t, fno, i)))
     sys.exit(0)
 
 
@@ -430,9 +431,11 @@ def run(state, seed, secs, nworkers, mnt_a, mnt_b):
                 lines = [ln for ln in f if float(ln.split()[0]) <= when]
             for ln in lines[-12:]:
                 print("  w%d: %s" % (wid, ln.rstrip()))
-    enough = {"granted": 100, "granted_wait": 10, "denied": 50,
-              "interrupted": 5, "unlocks": 50, "closes": 10, "kills": 5,
-              "checks": 50}
+    # (a loaded machine, and ThreadSanitizer, make a run slow: these are
+    # a third of what a quiet ASan run does)
+    enough = {"granted": 60, "granted_wait": 20, "denied": 50,
+              "interrupted": 20, "unlocks": 50, "closes": 10, "kills": 5,
+              "checks": 30}
     short = ["%s %d < %d" % (k, st.get(k, 0), n) for k, n in enough.items()
              if st.get(k, 0) < n]
     if short:
