@@ -1,5 +1,5 @@
 #!/bin/bash
-# Lock torture: two gateways (A, B) on one origin serving NLM; 12 processes (fcntl locks; OFD locks on two open file descriptions per file; flock on two open file descriptions per file; half through A, half through B) lock, unlock and convert random overlapping byte ranges of 3 files, without waiting and waiting with timeouts (EINTR), close their files, exit holding locks, and are killed with SIGKILL (holders and waiters) and replaced, for CACHEGW_TORTURE_SECS (default 18) s, with the seed printed (CACHEGW_TORTURE_SEED to repeat one; tests/lib/lock_torture.py says how). Checked as it runs: no two owners ever hold conflicting locks (each owner's granted ranges against every other's believed ones; F_GETLK through A or B of a believed range reports a lock: none lost). Checked at the end, once every worker is gone: a new process through A, through B and through a gateway C mounted afterwards (another NLM client of the origin) takes a write lock of every whole file (fcntl, OFD, flock) without waiting: nothing left at the origin; A's and B's lock_owners come back to 0; their counters moved.
+# Lock torture: two gateways (A, B) on one origin serving NLM; 12 processes (fcntl locks; OFD locks on two open file descriptions per file; flock on two open file descriptions per file; half through A, half through B) lock, unlock and convert random overlapping byte ranges of 3 files, without waiting and waiting with timeouts (EINTR), close their files, exit holding locks, and are killed with SIGKILL (holders and waiters) and replaced, for CACHEGW_TORTURE_SECS (default 18) s, with the seed printed (CACHEGW_TORTURE_SEED to repeat one; tests/lib/lock_torture.py says how). Checked as it runs: no two owners ever hold conflicting locks (each owner's granted ranges against every other's believed ones; F_GETLK through A or B of a believed range reports a lock: none lost). Checked at the end, once every worker is gone: a new process through A, through B and through a gateway C mounted afterwards (another NLM client of the origin) takes a write lock of every whole file (fcntl, OFD, flock) without waiting, and so does a direct NLM client of the origin (cachegw-bench-nlm whole): nothing left at the origin; A's and B's lock_owners come back to 0; their counters moved.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 T=$(dirname "$0")/../lib/lock_torture.py
@@ -26,6 +26,19 @@ test_mount
 mntC=$mnt pidC=$GW_PID logC=$GW_LOG
 timeout -k 5 60 "$PY" "$T" final "$state" 10 "$mntA" "$mntB" "$mntC" ||
 	bad "torture (seed $seed): locks left at the origin (above)"
+
+# And as a direct NLM client of the origin (the bench's helper: libnfs's
+# raw LOCK), no gateway between.
+NLMC=$(dirname "$CACHEGW")/../tools/bench/cachegw-bench-nlm
+if [ -x "$NLMC" ]; then
+	for f in t0 t1 t2; do
+		r=$(timeout 30 "$NLMC" whole "$ORIGIN_URL" "$f" 2>&1)
+		[ "$r" = granted ] ||
+			bad "torture (seed $seed): a direct NLM client's write lock of all of $f: $r"
+	done
+else
+	echo "($NLMC not built: no direct check)" >&2
+fi
 
 step "the gateways' counters"
 m() { gw_metric "$1" "$2"; }

@@ -6,6 +6,7 @@
  *
  *   cachegw-bench-nlm fcntl PATH N
  *   cachegw-bench-nlm nlm nfs://HOST/EXPORT?nlmport=P[&nfsport=..] FILE N
+ *   cachegw-bench-nlm whole nfs://HOST/EXPORT?nlmport=P[&nfsport=..] FILE
  *
  * FILE is a name in the export's root. WARM (5) pairs go first, not
  * counted: the first lock of a client costs more (the origin's NSM
@@ -14,7 +15,11 @@
  *   pairs=N secs=S pairs_per_s=R lock_us_median=M lock_us_p99=P
  *   unlock_us_median=U
  * Exit status 0, or 1 with a message on the first error (a lock refused
- * included: nothing else may hold the range). */
+ * included: nothing else may hold the range).
+ *
+ * whole: one write lock of the whole FILE, without waiting, let go at
+ * once, as a direct client of the origin (test 107: nothing is left
+ * there): prints "granted", exit 0, or "denied", exit 3. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -188,9 +193,12 @@ static int url_nlmport(const char *url)
 	return q ? atoi(q + 8) : 0;
 }
 
+/* whole: n 0, the whole file once, no figures. */
 static int run_nlm(const char *url, const char *name, size_t n, double *lk,
 		   double *ul)
 {
+	bool whole = n == 0;
+	size_t warm = whole ? 0 : WARM;
 	struct nfsc_opts opts = { .nconnect = 1 };
 	struct nfsc_cred cr = { 0 };
 	struct nfsc_fh fh;
@@ -238,23 +246,29 @@ static int run_nlm(const char *url, const char *name, size_t n, double *lk,
 		.fh = { .data = { .data_len = fh.len,
 				  .data_val = (char *)fh.data } },
 		.oh = oh, .svid = (unsigned)getpid(), .l_offset = 0,
-		.l_len = 1,
+		.l_len = whole ? 0 : 1,
 	};
-	for (i = 0; i < n + WARM; i++) {
+	for (i = 0; i < (whole ? 1 : n + warm); i++) {
 		NLM4_LOCKargs la = { .block = 0, .exclusive = 1, .lock = l };
 		NLM4_UNLOCKargs ua = { .lock = l };
 
-		if (i == WARM)
+		if (i == warm)
 			start = now_us();
 		c = (struct call){ 0 };
 		t0 = now_us();
 		if (rpc_nlm4_lock_async(rpc, on_lock, &la, &c) ||
-		    wait_call(rpc, &c) || c.nlm != NLM4_GRANTED) {
+		    wait_call(rpc, &c) ||
+		    (c.nlm != NLM4_GRANTED && !(whole && c.nlm == NLM4_DENIED))) {
 			fprintf(stderr, "bench-nlm: LOCK: %s (NLM status %d)\n",
 				c.err ? c.err : "", c.nlm);
 			goto out;
 		}
 		t1 = now_us();
+		if (whole && c.nlm == NLM4_DENIED) {
+			printf("denied\n");
+			rc = 3;
+			goto out;
+		}
 		c = (struct call){ 0 };
 		if (rpc_nlm4_unlock_async(rpc, on_unlock, &ua, &c) ||
 		    wait_call(rpc, &c) || c.nlm != NLM4_GRANTED) {
@@ -263,12 +277,15 @@ static int run_nlm(const char *url, const char *name, size_t n, double *lk,
 			goto out;
 		}
 		t2 = now_us();
-		if (i >= WARM) {
-			lk[i - WARM] = t1 - t0;
-			ul[i - WARM] = t2 - t1;
+		if (!whole && i >= warm) {
+			lk[i - warm] = t1 - t0;
+			ul[i - warm] = t2 - t1;
 		}
 	}
-	report(n, (now_us() - start) / 1e6, lk, ul);
+	if (whole)
+		printf("granted\n");
+	else
+		report(n, (now_us() - start) / 1e6, lk, ul);
 	rc = 0;
 out:
 	free(c.err);
@@ -284,12 +301,16 @@ int main(int argc, char **argv)
 	long n;
 	int rc;
 
+	if (argc == 4 && !strcmp(argv[1], "whole"))
+		return run_nlm(argv[2], argv[3], 0, NULL, NULL);
 	if (argc < 4 || (strcmp(argv[1], "fcntl") && strcmp(argv[1], "nlm")) ||
 	    (!strcmp(argv[1], "nlm") && argc != 5) ||
 	    (!strcmp(argv[1], "fcntl") && argc != 4)) {
 		fprintf(stderr, "usage: cachegw-bench-nlm fcntl PATH N\n"
 			"       cachegw-bench-nlm nlm nfs://HOST/EXPORT?nlmport=P "
-			"FILE N\n");
+			"FILE N\n"
+			"       cachegw-bench-nlm whole nfs://HOST/EXPORT?nlmport=P "
+			"FILE\n");
 		return 2;
 	}
 	n = atol(argv[argc - 1]);
