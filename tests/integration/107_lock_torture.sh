@@ -1,5 +1,5 @@
 #!/bin/bash
-# Lock torture: two gateways (A, B) on one origin serving NLM; 12 processes (fcntl locks; OFD locks on two open file descriptions per file; flock on two open file descriptions per file; half through A, half through B) lock, unlock and convert random overlapping byte ranges of 3 files, without waiting and waiting with timeouts (EINTR), close their files, exit holding locks, and are killed with SIGKILL (holders and waiters) and replaced, for CACHEGW_TORTURE_SECS (default 18) s, with the seed printed (CACHEGW_TORTURE_SEED to repeat one; tests/lib/lock_torture.py says how). Checked as it runs: no two owners ever hold conflicting locks (each owner's granted ranges against every other's believed ones; F_GETLK through A or B of a believed range reports a lock: none lost). Checked at the end, once every worker is gone: a new process through A, through B and through a gateway C mounted afterwards (another NLM client of the origin) takes a write lock of every whole file (fcntl, OFD, flock) without waiting, and so does a direct NLM client of the origin (cachegw-bench-nlm whole): nothing left at the origin; A's and B's lock_owners come back to 0; their counters moved.
+# Lock torture: first, through a gateway D whose COMMITs are slow (injected) while another process writes the file, an OFD lock and a flock, taken, their file closed, opened again at once and the lock asked for again without waiting: granted (the gateway's RELEASE, which the kernel does not wait for, commits before it lets the closed file's locks go; the new lock waits for it rather than being refused). Then two gateways (A, B) on one origin serving NLM; 12 processes (fcntl locks; OFD locks on two open file descriptions per file; flock on two open file descriptions per file; half through A, half through B) lock, unlock and convert random overlapping byte ranges of 3 files, without waiting and waiting with timeouts (EINTR), close their files, exit holding locks, and are killed with SIGKILL (holders and waiters) and replaced, for CACHEGW_TORTURE_SECS (default 16) s, with the seed printed (CACHEGW_TORTURE_SEED to repeat one; tests/lib/lock_torture.py says how). Checked as it runs: no two owners ever hold conflicting locks (each owner's granted ranges against every other's believed ones; F_GETLK through A or B of a believed range reports a lock: none lost). Checked at the end, once every worker is gone: a new process through A, through B and through a gateway C mounted afterwards (another NLM client of the origin) takes a write lock of every whole file (fcntl, OFD, flock) without waiting, and so does a direct NLM client of the origin (cachegw-bench-nlm whole): nothing left at the origin; A's and B's lock_owners come back to 0; their counters moved.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 T=$(dirname "$0")/../lib/lock_torture.py
@@ -15,8 +15,20 @@ mntA=$mnt pidA=$GW_PID logA=$GW_LOG cdirA=$cdir
 test_mount
 mntB=$mnt pidB=$GW_PID logB=$GW_LOG cdirB=$cdir
 
+step "right after a last close, the next open file's lock is granted (the release commits slowly)"
+head -c 65536 /dev/urandom >"$data/r"
+export CACHEGW_INJECT_COMMIT_DELAY=200
+test_mount
+unset CACHEGW_INJECT_COMMIT_DELAY
+mntD=$mnt pidD=$GW_PID logD=$GW_LOG
+for k in ofd flock; do
+	timeout 60 "$PY" "$T" reopen "$mntD/r" 2 $k ||
+		bad "$k: a lock refused right after the last close of the file that held it"
+done
+unmount_gateway "$mntD" "$pidD" "$logD" || bad "D: unmount"
+
 seed=${CACHEGW_TORTURE_SEED:-$RANDOM$RANDOM}
-secs=${CACHEGW_TORTURE_SECS:-18}
+secs=${CACHEGW_TORTURE_SECS:-16}
 step "torture: seed $seed, $secs s (CACHEGW_TORTURE_SEED=$seed to repeat it)"
 timeout -k 5 $((secs + 60)) "$PY" "$T" run "$state" "$seed" "$secs" 12 "$mntA" "$mntB" ||
 	bad "torture (seed $seed): violations (above)"

@@ -3,6 +3,7 @@
 #
 #   lock_torture.py run STATE SEED SECS WORKERS MNT_A MNT_B
 #   lock_torture.py final STATE SECS MNT...
+#   lock_torture.py reopen PATH N ofd|flock
 #
 # run: WORKERS processes, each on one mount (A and B in turn) and of one
 # kind (fcntl/POSIX locks, OFD locks on two open file descriptions per
@@ -485,7 +486,49 @@ def final(state, secs, mnts):
     return 1 if left else 0
 
 
+def reopen(path, n, kind):
+    """n times: a lock (kind ofd or flock) of all of path taken, the
+    file closed, opened again at once and the lock asked for again
+    without waiting, while another process keeps writing to the file
+    (so that the gateway's release of the closed file commits, slowly
+    with CACHEGW_INJECT_COMMIT_DELAY): the refusals."""
+    wp = os.fork()
+    if wp == 0:
+        fd = os.open(path, os.O_RDWR)
+        i = 0
+        while True:
+            os.pwrite(fd, b"w" * 512, 8192 + (i % 64) * 512)
+            i += 1
+            time.sleep(0.01)
+
+    def take(fd):
+        if kind == "flock":
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            fcntl.fcntl(fd, F_OFD_SETLK, fl(fcntl.F_WRLCK, 0, 0))
+    refused = 0
+    try:
+        for _ in range(n):
+            fd = os.open(path, os.O_RDWR)
+            take(fd)
+            os.close(fd)
+            fd = os.open(path, os.O_RDWR)
+            try:
+                take(fd)
+            except BlockingIOError:
+                refused += 1
+            os.close(fd)
+    finally:
+        os.kill(wp, signal.SIGKILL)
+        os.waitpid(wp, 0)
+    print("%s: refused %d of %d right after the last close" %
+          (kind, refused, n), flush=True)
+    return 1 if refused else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "reopen":
+        sys.exit(reopen(sys.argv[2], int(sys.argv[3]), sys.argv[4]))
     if sys.argv[1] == "run":
         sys.exit(run(sys.argv[2], sys.argv[3], float(sys.argv[4]),
                      int(sys.argv[5]), sys.argv[6], sys.argv[7]))
