@@ -203,9 +203,8 @@ class Worker:
             return
         if r < 0.14 and (fno, slot) in self.fds:
             # Closed and opened again at once, then locked (below): the
-            # new open file may be the old one's memory (its lock owner
-            # the same number) while the old one's release is on its way
-            # (FUSE sends RELEASE without waiting for it).
+            # closed file's release may still be on its way (the kernel
+            # sends RELEASE without waiting for it).
             with self.table as t:
                 set_belief(t, owner, fno, range(SPAN + 1), ".")
                 bump(t, "reopens")
