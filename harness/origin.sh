@@ -630,14 +630,15 @@ store_sql() {
 	"$STORE_PG_BIN/psql" -qAt -h 127.0.0.1 -p "${!v}" -U postgres -d cachegw -c "$2"
 }
 
-# latproxy_start NAME RTT_MS NFS_PORT MNT_PORT: a far origin: the
+# latproxy_start NAME RTT_MS NFS_PORT MNT_PORT [NLM_PORT]: a far origin: the
 # project's latency proxy (tools/bench/latproxy.c) listening on NFS_PORT and
-# MNT_PORT in front of origin NAME (started), each direction delayed by
+# MNT_PORT (and NLM_PORT, for an origin started with ORIGIN_NLM_PORT) in
+# front of origin NAME (started), each direction delayed by
 # RTT_MS / 2. Sets N_FAR_URL (the export's URL through the proxy) and
 # N_FAR_PID (N=${NAME^^}); the proxy binary is $CACHEGW_LATPROXY or the one
 # built next to $CACHEGW.
 latproxy_start() {
-	local name=$1 rtt=$2 nport=$3 mport=$4 up v bin out pid i onp omp
+	local name=$1 rtt=$2 nport=$3 mport=$4 lport=${5:-} up v bin out pid i onp omp olp
 	up=$(_upper "$name")
 	bin=${CACHEGW_LATPROXY:-$(dirname "$CACHEGW")/../tools/bench/cachegw-latproxy}
 	[ -x "$bin" ] || bin=$(dirname "$CACHEGW")/../libexec/cachegw/cachegw-latproxy
@@ -646,9 +647,12 @@ latproxy_start() {
 	onp=${!v:-}
 	v=${up}_MNT_PORT_USED
 	omp=${!v:-}
+	v=${up}_NLM_PORT_USED
+	olp=${!v:-}
 	[ -n "$onp" ] || { hlog "latproxy_start: origin $name is not started"; return 1; }
+	[ -z "$lport" ] || [ -n "$olp" ] || { hlog "latproxy_start: origin $name serves no NLM"; return 1; }
 	out=$(harness_tmpdir "latproxy-$name")/out
-	"$bin" --rtt "$rtt" "$nport:$onp" "$mport:$omp" >"$out" 2>&1 </dev/null &
+	"$bin" --rtt "$rtt" "$nport:$onp" "$mport:$omp" ${lport:+"$lport:$olp"} >"$out" 2>&1 </dev/null &
 	pid=$!
 	harness_register_pid "$pid"
 	printf -v "${up}_FAR_PID" '%s' "$pid"
@@ -659,7 +663,7 @@ latproxy_start() {
 	done
 	grep -q '^ready$' "$out" || { hlog "cachegw-latproxy did not start: $(cat "$out")"; return 1; }
 	printf -v "${up}_FAR_URL" '%s' \
-		"nfs://127.0.0.1/$name?nfsport=$nport&mountport=$mport"
+		"nfs://127.0.0.1/$name?nfsport=$nport&mountport=$mport${lport:+&nlmport=$lport}"
 }
 
 # --------------------------------------------------------------------------

@@ -42,8 +42,18 @@ struct gw_lock_owner {
 					 * (gw_state.h), or NULL */
 };
 
+/* A RELEASE in progress whose open file holds locks (gw_release, on its
+ * stack): they are still at the origin until it lets them go, after its
+ * COMMIT. */
+struct gw_lock_releasing {
+	struct gw_lock_releasing *next;	/* gw_locks.releasing, lock */
+	uint64_t nodeid;		/* 0: not listed */
+};
+
 struct gw_locks {
 	pthread_mutex_t lock;		/* the owner table */
+	struct gw_lock_releasing *releasing;	/* lock */
+	pthread_cond_t rcond;		/* with lock: one ended */
 	struct gw_lock_owner *by_owner[GW_LOCK_BUCKETS];	/* lock */
 	uint32_t next_svid;		/* lock */
 	uint32_t rec_hint;		/* where to look for a free record, lock */
@@ -81,6 +91,14 @@ void gw_lock_flush(struct gw *gw, struct gw_inode *ino, uint64_t owner);
 /* The last close of the open file file (fi->fh): every lock taken
  * through it that is still held (OFD and flock locks) let go. */
 void gw_lock_release(struct gw *gw, struct gw_inode *ino, uint64_t file);
+/* Around a RELEASE's COMMIT and gw_lock_release: while it runs, a lock
+ * (or F_GETLK) on ino refused by the origin waits for it to end and asks
+ * again, since the kernel does not wait for a RELEASE: a close(2), then
+ * at once an open and a lock of the same file (`flock -n` in a loop)
+ * would be refused by the closed file's own lock otherwise. */
+void gw_lock_release_begin(struct gw *gw, struct gw_inode *ino,
+			   uint64_t file, struct gw_lock_releasing *rel);
+void gw_lock_release_end(struct gw *gw, struct gw_lock_releasing *rel);
 /* The NLM owner of (ino, owner): made if new (its svid given), with the
  * file and credentials of this first lock. Fills lk->oh and lk->svid. 0
  * or -ENOMEM. */

@@ -142,6 +142,7 @@ int gw_locks_init(struct gw *gw)
 	if (!l)
 		return -ENOMEM;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->rcond, NULL);
 	pthread_mutex_init(&l->wlock, NULL);
 	pthread_cond_init(&l->wcond, NULL);
 	l->next_svid = SVID_BASE;
@@ -168,6 +169,7 @@ void gw_locks_free(struct gw *gw)
 	}
 	pthread_cond_destroy(&l->wcond);
 	pthread_mutex_destroy(&l->wlock);
+	pthread_cond_destroy(&l->rcond);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 	gw->locks = NULL;
@@ -341,6 +343,69 @@ void gw_lock_release(struct gw *gw, struct gw_inode *ino, uint64_t file)
 	}
 }
 
+void gw_lock_release_begin(struct gw *gw, struct gw_inode *ino,
+			   uint64_t file, struct gw_lock_releasing *rel)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *o;
+	size_t i;
+
+	rel->nodeid = 0;
+	if (!l || !__atomic_load_n(&l->owners, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < GW_LOCK_BUCKETS && !rel->nodeid; i++)
+		for (o = l->by_owner[i]; o; o = o->next)
+			if (o->nodeid == ino->nodeid && o->file == file &&
+			    o->granted) {
+				rel->nodeid = ino->nodeid;
+				rel->next = l->releasing;
+				l->releasing = rel;
+				break;
+			}
+	pthread_mutex_unlock(&l->lock);
+}
+
+void gw_lock_release_end(struct gw *gw, struct gw_lock_releasing *rel)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_releasing **pp;
+
+	if (!rel->nodeid)
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (pp = &l->releasing; *pp; pp = &(*pp)->next) {
+		if (*pp == rel) {
+			*pp = rel->next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&l->rcond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* A lock on nodeid was refused: wait for the RELEASEs of its open files
+ * in progress (gw_lock_release_begin); true if there were any (ask
+ * again). */
+static bool releases_waited(struct gw_locks *l, uint64_t nodeid)
+{
+	struct gw_lock_releasing *r;
+	bool waited = false, any;
+
+	pthread_mutex_lock(&l->lock);
+	do {
+		any = false;
+		for (r = l->releasing; r && !any; r = r->next)
+			any = r->nodeid == nodeid;
+		if (any) {
+			waited = true;
+			pthread_cond_wait(&l->rcond, &l->lock);
+		}
+	} while (any);
+	pthread_mutex_unlock(&l->lock);
+	return waited;
+}
+
 /* The lock of a FUSE request as NLM gives it. */
 static void lock_range(const struct flock *fl, struct nfsc_lock *lk)
 {
@@ -371,6 +436,8 @@ void gw_getlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
 	owner_oh(fi->lock_owner, &lk);
 	gw_req_cred(req, &cr);
 	ret = nfsc_lock_test(gw->nfs, &cr, &ino->fh, &lk, &holder);
+	if (ret == -EAGAIN && releases_waited(l, ino->nodeid))
+		ret = nfsc_lock_test(gw->nfs, &cr, &ino->fh, &lk, &holder);
 	if (ret == 0) {
 		lock->l_type = F_UNLCK;
 	} else if (ret == -EAGAIN) {
@@ -425,6 +492,8 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
+	if (ret == -EAGAIN && releases_waited(l, ino->nodeid))
+		ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
 	if (ret == 0) {
 		gw_lock_granted(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
 		fuse_reply_err(req, 0);

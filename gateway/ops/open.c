@@ -340,11 +340,15 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 {
 	struct gw *gw = req_gw(req);
 	struct gw_inode *ino = gw_inode_get(gw, nodeid);
+	struct gw_lock_releasing rel;
 	char *drop = NULL;
 	uint64_t dir = 0;
 	int ret;
 
 	if (ino) {
+		/* Its locks' next askers wait for this (the kernel does
+		 * not). */
+		gw_lock_release_begin(gw, ino, fi->fh, &rel);
 		/* Data written without a flush (e.g. by a re-exporter) is
 		 * committed before the file is let go. */
 		if (gw_write_flush(gw, ino, NULL, false))
@@ -352,6 +356,7 @@ void gw_release(fuse_req_t req, fuse_ino_t nodeid,
 			       (unsigned long long)nodeid);
 		/* The locks of this open file (OFD, flock) end with it. */
 		gw_lock_release(gw, ino, fi->fh);
+		gw_lock_release_end(gw, &rel);
 		gw_file_release(gw, ino, gw_file_of(fi));
 		drop = gw_inode_refused_name(ino, &dir);
 	} else {
