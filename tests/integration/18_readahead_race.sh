@@ -1,7 +1,7 @@
 #!/bin/bash
 # A block the cache gets while a readahead looks for what to fetch is not fetched as an empty range: the readahead found the block absent, a fill made it present before its second look, and it started a fetch of 0 bytes, which no READ ever completes; the next write to the file waited for that fetch for ever (WRITE in gw_inode_drop_fetch), and the writer, its readers and the test hung unkillably (35_concurrency under TSan and ASan, about 1 run in 20 on a loaded machine). CACHEGW_INJECT_READAHEAD_HOLD holds the readahead between its two looks, so the window is opened on purpose.
 set -uo pipefail
-. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/test.sh" inspect
 
 BS=65536	# the cache's block size (the default)
 data=$(harness_tmpdir origin-data)
@@ -43,7 +43,11 @@ timeout 20 dd if="$mnt/f" of=/dev/null bs=$BS skip=2 count=1 iflag=direct status
 head -c 4096 /dev/urandom >"$HARNESS_TMP/patch"
 timeout 20 dd if="$HARNESS_TMP/patch" of="$mnt/f" bs=4096 seek=$((14 * BS / 4096)) conv=notrunc status=none ||
 	bad "the first write failed"
-sleep 1	# the fill's cache write completes (block 2 present)
+# The fills' cache writes complete (blocks 0-2 present; B's readahead
+# fills more).
+gw_wait_metric "$cdir" cache_fill_bytes_total $((3 * BS)) ||
+	echo "  (fills: $(gw_metric "$cdir" cache_fill_bytes_total) bytes)" >&2
+sleep 0.3
 
 # 3. A looks again and goes on; its read is answered.
 touch "$rel"
