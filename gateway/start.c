@@ -87,6 +87,7 @@ int gw_gateway_init(struct gw *gw)
 		return ret;
 	gw->it.evict = inode_evict;
 	gw_listings_init();
+	gw_readahead_init();
 	/* The root's kept attributes and ACCESS answers, as every new
 	 * inode gets them (kept_md.c); no request runs yet. */
 	gw_md_attach(gw, gw->it.root);

@@ -54,7 +54,9 @@
  *      open-handle list's lock (handles.c), the user database's groups
  *      (groups.c; never held across NSS), the lock owners' table and the
  *      lock waiters' list (lock/: never held across an origin call nor
- *      fuse_req_interrupt_func): leaves, nothing is taken while holding
+ *      fuse_req_interrupt_func), the directory snapshots' snap_lock
+ *      (ops/listing.c; its waiters wait on snap_cond for a loader that
+ *      holds no gateway lock): leaves, nothing is taken while holding
  *      them.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,

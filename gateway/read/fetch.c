@@ -254,7 +254,9 @@ struct gw_fetch *gw_fetch_at_locked(struct gw_inode *ino, uint64_t pos)
  * already holds pos: then that one is returned. The check, the clipping
  * against fetches further on and the insertion are one locked step, so two
  * threads never fetch the same bytes. Returns the fetch with a reference
- * for the caller, or NULL on allocation failure. */
+ * for the caller, or NULL on allocation failure or an empty range: a
+ * fetch without READs is never done, and gw_inode_drop_fetch (every
+ * write, the last close) would wait for it for ever. */
 struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 			      const struct nfsc_cred *cr, uint64_t pos,
 			      uint64_t end, uint64_t bs)
@@ -266,8 +268,10 @@ struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 	size_t len;
 	unsigned i;
 
-	if (!f)
+	if (end <= pos || !f) {
+		free(f);
 		return NULL;
+	}
 	f->buf = gw_buf_get(stop - start);
 	f->chunks = calloc((stop - start + rs - 1) / rs, sizeof(*f->chunks));
 	if (!f->chunks || !f->buf) {
@@ -288,7 +292,7 @@ struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 	for (g = ino->fetches; g; g = g->next)
 		if (!(g->done && g->err) && g->off > pos && g->off < stop)
 			stop = g->off;
-	len = stop - start;
+	len = stop - start;	/* > 0: start <= pos < stop */
 	f->gw = gw;
 	f->ino = ino;
 	f->off = start;

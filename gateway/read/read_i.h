@@ -128,12 +128,15 @@ bool gw_fetch_wait_fresh(struct gw_inode *ino, struct gw_fetch *f,
 struct gw_fetch *gw_fetch_at_locked(struct gw_inode *ino, uint64_t pos);
 /* Start a fetch of [pos, end) rounded out to whole blocks, unless one
  * already holds pos (that one is returned). With a reference for the
- * caller; NULL on allocation failure. */
+ * caller; NULL on allocation failure or if end <= pos. */
 struct gw_fetch *gw_fetch_gap(struct gw *gw, struct gw_inode *ino,
 			      const struct nfsc_cred *cr, uint64_t pos,
 			      uint64_t end, uint64_t bs);
 
 /* ---- readahead.c ---- */
+
+/* At start (before any request): the test-only hold (readahead.c). */
+void gw_readahead_init(void);
 
 /* The readahead window for a read of [off, off+size): grows with
  * sequential access, reset by a seek. */

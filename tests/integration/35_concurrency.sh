@@ -3,8 +3,6 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh"
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
 loc=$(harness_tmpdir local)
@@ -49,6 +47,7 @@ expected_halves() {
 expected_pages "$work/want.pages"
 expected_halves "$work/want.halves"
 for mode in pages halves; do
+	step "1. two writers, one file ($mode)"
 	head -c 8388608 /dev/urandom >"$data/shared.$mode"
 	cat "$mnt/shared.$mode" >/dev/null
 	timeout 50 "$PY" "$work/pw.py" "$mnt/shared.$mode" 0 "$mode" &
@@ -130,6 +129,7 @@ cat >"$work/rd.py" <<-'PY'
 	print("reads %d, longest %d, bad %d" % (reads, most, bad))
 	sys.exit(1 if bad else 0)
 	PY
+step "2. readers racing an appender"
 timeout 30 "$PY" "$work/app.py" "$mnt/appended" 4 >"$work/app.out" &
 pa=$!
 pr=()
@@ -196,6 +196,7 @@ cat >"$work/ren.py" <<-'PY'
 	res.append("reopen=" + ("NEW" if b == b"NEW" * 10000 else "other(%r)" % b[:8]))
 	print(" ".join(res))
 	PY
+step "3. rename over an open file"
 for c in uncached cached; do
 	mkdir -p "$loc/$c" "$mnt/ren-$c"
 	l=$(timeout 20 "$PY" "$work/ren.py" "$loc/$c" "$c" 2>&1)

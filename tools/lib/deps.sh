@@ -11,6 +11,8 @@ CACHEGW_DEPS=(
 	fio e2fsprogs util-linux gnuplot-nox clang libclang-rt-14-dev
 	curl prometheus
 	debhelper dpkg-dev man-db jq strace btrfs-progs
+	# gdb: backtraces of a hung gateway (tests/lib/test.sh, the watchdog)
+	gdb
 )
 
 # Print the packages of "$@" (default: CACHEGW_DEPS) that are not installed.
