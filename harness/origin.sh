@@ -396,7 +396,7 @@ origin_url() {
 # then carry no device number, and decode on every gateway host).
 origin_start() {
 	local name=$1 dir=$2 nport=$3 mport=$4 squash=${5:-No_Root_Squash}
-	local up state conf log pid i url nlm=false nlmport=
+	local up state conf log pid i url nlm=false nlmport= udp=false
 	if [ $# -lt 4 ] || [ $# -gt 5 ] ||
 		[[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] ||
 		[[ ! $squash =~ ^(No_Root_Squash|Root_Squash)$ ]]; then
@@ -416,6 +416,9 @@ origin_start() {
 		harness_statd_ensure || return 1
 		nlm=true
 		nlmport="NLM_Port = $ORIGIN_NLM_PORT;"
+		# rpc.statd passes a client's reboot notification (SM_NOTIFY)
+		# on to the lock manager over UDP only.
+		udp=true
 	fi
 	state=$(harness_tmpdir "ganesha-$name") || return 1
 	mkdir -p "$state/recovery"
@@ -431,7 +434,7 @@ origin_start() {
 		Enable_NLM = $nlm;
 		$nlmport
 		Enable_RQUOTA = false;
-		Enable_UDP = false;
+		Enable_UDP = $udp;
 		Protocols = 3, 4;
 		# NFSv3 MOUNT by the pseudo path (/$name) instead of the real path.
 		Mount_Path_Pseudo = true;

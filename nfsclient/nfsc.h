@@ -433,6 +433,12 @@ int nfsc_lock(struct nfsc *n, const struct nfsc_cred *cr,
 	      const struct nfsc_fh *fh, const struct nfsc_lock *lk);
 int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, const struct nfsc_lock *lk);
+/* Before nfsc_start: state is this gateway's NSM state number, sent in
+ * every LOCK (a server that hears of a reboot keeps the locks taken with
+ * the new number); notify: the gateway started cold, so the origin's
+ * status monitor is told first (SM_NOTIFY with caller_name and state) and
+ * its lock manager lets go what an earlier instance held. */
+void nfsc_lock_nsm(struct nfsc *n, int state, bool notify);
 /* NLM calls sent, and of them ended with an error (denials count). No
  * CANCEL is ever needed: no LOCK is left blocked at the origin. */
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls,

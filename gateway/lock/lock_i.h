@@ -6,12 +6,15 @@
  * locks.c:     getlk, setlk, flock; the owner table (each kernel lock
  *              owner is an NLM owner: oh and svid); what a flush or a
  *              release lets go at the origin.
+ * lock_nsm.c:  the gateway's NSM state (cache_dir/lock-nsm-state): its
+ *              number, sent in every LOCK; a cold start tells the origin
+ *              (SM_NOTIFY) when an earlier instance may have held locks.
  * lock_wait.c: blocking locks: the waiters, answered later by one thread
  *              that asks the origin again with a growing pause (no FUSE
  *              thread is held per waiter); interrupts.
  *
- * Locks: gw_locks.lock (the owner table) and gw_locks.wlock (the
- * waiters) are leaves: no other lock is taken under them and no origin
+ * Locks: gw_locks.lock (the owner table), gw_locks.wlock (the
+ * waiters) and gw_locks.nsm_lock (the state file) are leaves: no other lock is taken under them and no origin
  * call is made holding them; libfuse's request lock is taken (by
  * fuse_req_interrupt_func) with neither held, since the interrupt
  * callback takes wlock.
@@ -57,6 +60,11 @@ struct gw_locks {
 	bool stop;			/* wlock */
 	bool started;			/* the thread; main thread and wlock */
 	pthread_t thread;
+	/* lock_nsm.c */
+	pthread_mutex_t nsm_lock;
+	int nsm_fd;			/* lock-nsm-state, -1: none */
+	int nsm_state;
+	bool nsm_held;			/* as written; nsm_lock */
 	/* counters (atomic) */
 	uint64_t granted, denied, waited, interrupted, released;
 };
@@ -94,6 +102,17 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 		     const struct nfsc_lock *lk);
 /* The errno a lock call answers for an NLM outcome. */
 int gw_lock_errno(int nlm_ret);
+
+/* ---- lock_nsm.c ---- */
+/* At start (gw_locks_init, before the origin's threads): the state file
+ * read, a new state made on a cold start and the origin told if an
+ * earlier instance may have held locks (nfsc_lock_nsm). -errno if the
+ * file cannot be opened. */
+int gw_lock_nsm_init(struct gw *gw);
+/* After the owner count changed (without l->lock): HELD written if it
+ * changed. */
+void gw_lock_nsm_update(struct gw_locks *l);
+void gw_lock_nsm_free(struct gw_locks *l);
 
 /* ---- lock_wait.c ---- */
 /* Wait for lk for req (answered later, by the waiters' thread): asked

@@ -144,11 +144,17 @@ int gw_locks_init(struct gw *gw)
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_mutex_init(&l->wlock, NULL);
 	pthread_cond_init(&l->wcond, NULL);
+	pthread_mutex_init(&l->nsm_lock, NULL);
+	l->nsm_fd = -1;
 	l->next_svid = SVID_BASE;
 	gw->locks = l;
-	if (gw->successor && gw_state)
-		return recs_adopt(l);
-	return 0;
+	if (gw->successor && gw_state) {
+		int ret = recs_adopt(l);
+
+		if (ret)
+			return ret;
+	}
+	return gw_lock_nsm_init(gw);
 }
 
 void gw_locks_free(struct gw *gw)
@@ -166,6 +172,7 @@ void gw_locks_free(struct gw *gw)
 			free(o);
 		}
 	}
+	gw_lock_nsm_free(l);
 	pthread_cond_destroy(&l->wcond);
 	pthread_mutex_destroy(&l->wlock);
 	pthread_mutex_destroy(&l->lock);
@@ -248,6 +255,7 @@ int gw_lock_owner_get(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 	pthread_mutex_unlock(&l->lock);
 	if (!o)
 		return -ENOMEM;
+	gw_lock_nsm_update(l);
 	owner_oh(owner, lk);
 	return 0;
 }
@@ -265,6 +273,8 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 	if (o)
 		o->granted = true;
 	pthread_mutex_unlock(&l->lock);
+	if (o)
+		gw_lock_nsm_update(l);
 	if (!o) {
 		/* Not remembered, it could never be let go: let it go now. */
 		gw_log("locks: out of memory: a lock granted on file %llu "
@@ -292,6 +302,7 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 	rec_clear(o);
 	__atomic_sub_fetch(&gw->locks->owners, 1, __ATOMIC_RELAXED);
 	free(o);
+	gw_lock_nsm_update(gw->locks);
 }
 
 void gw_lock_flush(struct gw *gw, struct gw_inode *ino, uint64_t owner)
