@@ -510,6 +510,20 @@ origin_start() {
 	return 1
 }
 
+# origin_nlm_register NAME: name that origin's lock manager (NLM v4 on
+# UDP, its NLM port) to this host's rpcbind again. rpc.statd passes a
+# client's reboot notification (SM_NOTIFY) on to the NLM that rpcbind
+# names, over UDP: another origin serving NLM on this host (tests side by
+# side) may have taken the name, or removed it when it stopped.
+origin_nlm_register() {
+	local up v port
+	up=$(_upper "$1")
+	v=${up}_NLM_PORT_USED
+	port=${!v:-}
+	[ -n "$port" ] || return 1
+	[ "$(python3 "$(dirname "${BASH_SOURCE[0]}")/pmap_set.py" 100021 4 17 "$port" 2>/dev/null)" = 1 ]
+}
+
 origin_stop() {
 	local up v pid
 	up=$(_upper "$1")

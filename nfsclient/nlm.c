@@ -8,7 +8,9 @@
  * thread completes it. The context is made when the first call comes and
  * made afresh after its connection fails (the origin restarted: its NLM
  * port may have changed, so the portmapper is asked again); calls in
- * flight then are sent again. Every lock call is non-blocking (block =
+ * flight then are sent again (and while the gateway holds locks, it is
+ * made again at once: nfsc_lock_epoch counts those reconnections, after
+ * which the gateway reclaims its locks). Every lock call is non-blocking (block =
  * false): a caller that waits for a lock asks again later (the gateway's
  * lock room), so no NLM_GRANTED callback is ever needed.
  *
@@ -80,6 +82,11 @@ struct nfsc_nlm {
 	bool notify;			/* tell the origin's statd first
 					 * (until it answered) */
 	uint64_t notify_next_ns;	/* and again from then on */
+	bool keep;			/* keep connected (locks held);
+					 * atomic */
+	bool ever_up;			/* a connection was made before */
+	uint64_t epoch;			/* connections made after the
+					 * first: atomic */
 	uint64_t calls, errors;		/* atomic */
 };
 
@@ -216,6 +223,11 @@ static void connect_done(struct rpc_context *rpc, int status, void *data,
 	if (status == RPC_STATUS_SUCCESS) {
 		m->state = NLM_UP;
 		m->absent = false;
+		/* Connected again after a failure: the origin may have
+		 * restarted and forgotten our locks (the gateway reclaims). */
+		if (m->ever_up)
+			__atomic_add_fetch(&m->epoch, 1, __ATOMIC_RELEASE);
+		m->ever_up = true;
 		if (m->told_down)
 			fprintf(stderr, "cachegw: lock manager (NLM) of %s "
 				"connected\n", m->n->server);
@@ -324,7 +336,8 @@ static int issue(struct nfsc_nlm *m, struct nlm_call *c)
 	}
 	case NLM4_LOCK: {
 		NLM4_LOCKargs a = { .block = 0, .exclusive = c->lk.exclusive,
-				    .lock = lk, .state = m->nsm_state };
+				    .lock = lk, .reclaim = c->lk.reclaim,
+				    .state = m->nsm_state };
 
 		ret = rpc_nlm4_lock_async(m->rpc, call_reply, &a, c);
 		break;
@@ -475,8 +488,9 @@ static void *nlm_thread(void *arg)
 			fail_waiting(m, -ENOLCK);
 		}
 		now = nfsc_now_ns();
-		if (m->state == NLM_DOWN && m->wait_head &&
-		    now >= m->next_try_ns)
+		if (m->state == NLM_DOWN && now >= m->next_try_ns &&
+		    (m->wait_head ||
+		     __atomic_load_n(&m->keep, __ATOMIC_RELAXED)))
 			try_connect(m);
 		/* Told before any lock call is sent (again, if it failed). */
 		if (m->notify && m->state == NLM_UP &&
@@ -683,6 +697,18 @@ void nfsc_lock_nsm(struct nfsc *n, int state, bool notify)
 		return;
 	n->nlm->nsm_state = state;
 	n->nlm->notify = notify;
+}
+
+void nfsc_lock_keep(struct nfsc *n, bool keep)
+{
+	if (n->nlm)
+		__atomic_store_n(&n->nlm->keep, keep, __ATOMIC_RELAXED);
+}
+
+uint64_t nfsc_lock_epoch(const struct nfsc *n)
+{
+	return n->nlm ? __atomic_load_n(&n->nlm->epoch, __ATOMIC_ACQUIRE) :
+			0;
 }
 
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls, uint64_t *errors)

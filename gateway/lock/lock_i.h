@@ -29,6 +29,14 @@ struct gw_lock_wait;
 
 #define GW_LOCK_BUCKETS 256
 
+/* A range an owner holds at the origin: [start, end), end UINT64_MAX to
+ * the end of the file (lock_reclaim.c). */
+struct gw_lock_range {
+	struct gw_lock_range *next;
+	uint64_t start, end;
+	bool exclusive;
+};
+
 /* One kernel lock owner's locks on one file, as the origin holds them. */
 struct gw_lock_owner {
 	struct gw_lock_owner *next;	/* bucket chain, gw_locks.lock */
@@ -43,6 +51,11 @@ struct gw_lock_owner {
 	struct nfsc_cred cred;		/* the first locker's */
 	struct gw_lock_rec *rec;	/* its record for a successor
 					 * (gw_state.h), or NULL */
+	struct gw_lock_range *ranges;	/* what it holds, lock */
+	bool ranges_unknown;		/* taken over (or out of memory):
+					 * cannot be reclaimed */
+	bool lost;			/* not reclaimed after the origin
+					 * restarted: EIO, lock */
 };
 
 struct gw_locks {
@@ -60,6 +73,14 @@ struct gw_locks {
 	bool stop;			/* wlock */
 	bool started;			/* the thread; main thread and wlock */
 	pthread_t thread;
+	/* lock_reclaim.c */
+	pthread_rwlock_t reclaim_rw;	/* read: a lock call and its range
+					 * update; write: a reclaim pass */
+	pthread_mutex_t rlock;
+	pthread_cond_t rcond;		/* with rlock: stop */
+	bool rstop, rstarted;		/* rlock */
+	pthread_t rthread;
+	uint64_t lost_owners;		/* owners lost, atomic */
 	/* lock_nsm.c */
 	pthread_mutex_t nsm_lock;
 	int nsm_fd;			/* lock-nsm-state, -1: none */
@@ -67,6 +88,7 @@ struct gw_locks {
 	bool nsm_held;			/* as written; nsm_lock */
 	/* counters (atomic) */
 	uint64_t granted, denied, waited, interrupted, released;
+	uint64_t reclaimed, lost;	/* lock_reclaim.c */
 };
 
 /* ---- locks.c ---- */
@@ -102,6 +124,18 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 		     const struct nfsc_lock *lk);
 /* The errno a lock call answers for an NLM outcome. */
 int gw_lock_errno(int nlm_ret);
+
+/* ---- lock_reclaim.c ---- */
+/* l->lock held: o's ranges after a LOCK granted (add) or an UNLOCK of
+ * [off, off + len) (len 0: to the end), with POSIX's rules (a lock
+ * replaces what the owner held in its range). */
+void gw_lock_ranges_set(struct gw_lock_owner *o, const struct nfsc_lock *lk,
+			bool add);
+void gw_lock_ranges_free(struct gw_lock_owner *o);
+/* After a LOCK granted: the thread that reclaims after the origin
+ * restarts runs (started once). */
+void gw_lock_reclaim_start(struct gw *gw);
+void gw_lock_reclaim_stop(struct gw *gw);
 
 /* ---- lock_nsm.c ---- */
 /* At start (gw_locks_init, before the origin's threads): the state file

@@ -121,6 +121,7 @@ static int recs_adopt(struct gw_locks *l)
 			.nodeid = r->nodeid, .owner = r->owner,
 			.file = r->file, .svid = r->svid, .granted = true,
 			.fh = r->fh, .cred = r->cred, .rec = r,
+			.ranges_unknown = true,
 		};
 		if (o->svid >= l->next_svid && o->svid < 0x7fffffffu - 1)
 			l->next_svid = o->svid + 1;
@@ -145,6 +146,9 @@ int gw_locks_init(struct gw *gw)
 	pthread_mutex_init(&l->wlock, NULL);
 	pthread_cond_init(&l->wcond, NULL);
 	pthread_mutex_init(&l->nsm_lock, NULL);
+	pthread_rwlock_init(&l->reclaim_rw, NULL);
+	pthread_mutex_init(&l->rlock, NULL);
+	pthread_cond_init(&l->rcond, NULL);
 	l->nsm_fd = -1;
 	l->next_svid = SVID_BASE;
 	gw->locks = l;
@@ -164,15 +168,20 @@ void gw_locks_free(struct gw *gw)
 
 	if (!l)
 		return;
+	gw_lock_reclaim_stop(gw);
 	for (i = 0; i < GW_LOCK_BUCKETS; i++) {
 		struct gw_lock_owner *o, *next;
 
 		for (o = l->by_owner[i]; o; o = next) {
 			next = o->next;
+			gw_lock_ranges_free(o);
 			free(o);
 		}
 	}
 	gw_lock_nsm_free(l);
+	pthread_cond_destroy(&l->rcond);
+	pthread_mutex_destroy(&l->rlock);
+	pthread_rwlock_destroy(&l->reclaim_rw);
 	pthread_cond_destroy(&l->wcond);
 	pthread_mutex_destroy(&l->wlock);
 	pthread_mutex_destroy(&l->lock);
@@ -270,11 +279,15 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 	__atomic_add_fetch(&l->granted, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&l->lock);
 	o = owner_make(l, ino, owner, file, cr, lk->svid);
-	if (o)
+	if (o) {
 		o->granted = true;
+		gw_lock_ranges_set(o, lk, true);
+	}
 	pthread_mutex_unlock(&l->lock);
-	if (o)
+	if (o) {
 		gw_lock_nsm_update(l);
+		gw_lock_reclaim_start(gw);
+	}
 	if (!o) {
 		/* Not remembered, it could never be let go: let it go now. */
 		gw_log("locks: out of memory: a lock granted on file %llu "
@@ -291,7 +304,9 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 
 	if (o->granted) {
 		owner_oh(o->owner, &lk);
+		pthread_rwlock_rdlock(&gw->locks->reclaim_rw);
 		ret = nfsc_unlock(gw->nfs, &o->cred, &o->fh, &lk);
+		pthread_rwlock_unlock(&gw->locks->reclaim_rw);
 		__atomic_add_fetch(&gw->locks->released, 1, __ATOMIC_RELAXED);
 		if (ret && ret != -ESTALE)
 			gw_log("locks: the origin's UNLOCK of file %llu failed "
@@ -301,6 +316,10 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 	}
 	rec_clear(o);
 	__atomic_sub_fetch(&gw->locks->owners, 1, __ATOMIC_RELAXED);
+	if (o->lost)
+		__atomic_sub_fetch(&gw->locks->lost_owners, 1,
+				   __ATOMIC_RELAXED);
+	gw_lock_ranges_free(o);
 	free(o);
 	gw_lock_nsm_update(gw->locks);
 }
@@ -350,6 +369,39 @@ void gw_lock_release(struct gw *gw, struct gw_inode *ino, uint64_t file)
 		gone = o->next;
 		owner_let_go(gw, o);
 	}
+}
+
+/* Was (nodeid, owner) lost when the origin restarted? */
+static bool owner_lost(struct gw_locks *l, uint64_t nodeid, uint64_t owner)
+{
+	struct gw_lock_owner *o;
+	bool lost;
+
+	if (!__atomic_load_n(&l->lost_owners, __ATOMIC_RELAXED))
+		return false;
+	pthread_mutex_lock(&l->lock);
+	o = owner_find(l, nodeid, owner, NULL);
+	lost = o && o->lost;
+	pthread_mutex_unlock(&l->lock);
+	return lost;
+}
+
+bool gw_lock_lost(struct gw *gw, uint64_t nodeid, uint64_t file)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *o;
+	bool lost = false;
+	size_t i;
+
+	if (!l || !__atomic_load_n(&l->lost_owners, __ATOMIC_RELAXED))
+		return false;
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < GW_LOCK_BUCKETS && !lost; i++)
+		for (o = l->by_owner[i]; o && !lost; o = o->next)
+			lost = o->lost && o->nodeid == nodeid &&
+			       o->file == file;
+	pthread_mutex_unlock(&l->lock);
+	return lost;
 }
 
 /* The lock of a FUSE request as NLM gives it. */
@@ -416,6 +468,8 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 	lock_range(fl, &lk);
 	gw_req_cred(req, &cr);
 	if (fl->l_type == F_UNLCK) {
+		struct gw_lock_owner *o;
+
 		/* An owner that never locked the file holds nothing. */
 		pthread_mutex_lock(&l->lock);
 		if (owner_find(l, ino->nodeid, fi->lock_owner, &svid))
@@ -426,8 +480,19 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 			return;
 		}
 		owner_oh(fi->lock_owner, &lk);
+		pthread_rwlock_rdlock(&l->reclaim_rw);
 		ret = nfsc_unlock(gw->nfs, &cr, &ino->fh, &lk);
+		pthread_mutex_lock(&l->lock);
+		o = owner_find(l, ino->nodeid, fi->lock_owner, NULL);
+		if (o)
+			gw_lock_ranges_set(o, &lk, false);
+		pthread_mutex_unlock(&l->lock);
+		pthread_rwlock_unlock(&l->reclaim_rw);
 		fuse_reply_err(req, ret == -ESTALE ? 0 : gw_lock_errno(ret));
+		return;
+	}
+	if (owner_lost(l, ino->nodeid, fi->lock_owner)) {
+		fuse_reply_err(req, EIO);
 		return;
 	}
 	ret = gw_lock_owner_get(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
@@ -435,9 +500,12 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	pthread_rwlock_rdlock(&l->reclaim_rw);
 	ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
-	if (ret == 0) {
+	if (ret == 0)
 		gw_lock_granted(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
+	pthread_rwlock_unlock(&l->reclaim_rw);
+	if (ret == 0) {
 		fuse_reply_err(req, 0);
 		return;
 	}
