@@ -1,8 +1,9 @@
 #!/bin/bash
-# Locks across restarts without a supervisor (doc/locks.md "Restarts"): a gateway A holding fcntl and flock locks is killed with SIGKILL and started again cold on the same cache_dir: it tells the origin (NSM reboot notification) and the origin drops what A held, so a second gateway B takes those locks (it could not before A came back), and A's new locks hold; the notification names the host, so B's own lock goes too (ganesha tells NLM clients by address). The origin restarted while A holds two locks and sleeps (SIGSTOP), B taking one of them meanwhile: A takes the other again (B is refused it; locks_reclaimed_total), the one B took is lost (locks_lost_total, logged): its holder's next write and lock fail with EIO, the other holder's succeed; every lock is let go at the holders' close.
+# Locks across restarts without a supervisor (doc/locks.md "Restarts"): a gateway A holding fcntl and flock locks is killed with SIGKILL and started again cold on the same cache_dir: it tells the origin (NSM reboot notification) and the origin drops what A held, so a second gateway B takes those locks (it could not before A came back), and A's new locks hold; the notification names the host, so B's own lock goes too (ganesha tells NLM clients by address). The origin restarted while A holds two locks and sleeps (SIGSTOP), B taking one of them meanwhile: A takes the other again (B is refused it; locks_reclaimed_total), the one B took is lost (locks_lost_total, logged): its holder's next write and lock fail with EIO, the other holder's succeed; every lock is let go at the holders' close. With offline= and the origin lost (SIGSTOP), fcntl, flock and a blocking F_SETLKW fail at once with ENOLCK.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 L=$(dirname "$0")/../lib/locker.py
+trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; harness_cleanup' EXIT
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
@@ -156,6 +157,25 @@ expect "B: n after the holders closed" ok "$(try "$mntB" posix w 0 1 n)"
 expect "B: m after the holders closed" ok "$(try "$mntB" posix w 0 1 m)"
 [ "$(gw_metric "$cdirA" lock_owners)" = 0 ] ||
 	bad "A: lock_owners $(gw_metric "$cdirA" lock_owners) with every holder gone"
+
+step "offline=: with the origin lost, a lock call fails at once (ENOLCK)"
+test_mount offline=2
+mntC=$mnt pidC=$GW_PID logC=$GW_LOG cdirC=$cdir
+cat "$mntC/h" >/dev/null || bad "C: read of h"
+expect "C: a lock with the origin there" ok "$(try "$mntC" posix w 0 1 h)"
+kill -STOP "$ORIGIN_PID"
+gw_wait_metric "$cdirC" origin_lost 1 30 || bad "C did not call the origin lost within 30 s"
+t0=$(date +%s%N)
+expect "C: F_SETLK, origin lost" ENOLCK "$(try "$mntC" posix w 0 1 h)"
+expect "C: flock, origin lost" ENOLCK "$(try "$mntC" flock w 0 0 h)"
+MODE=wait timeout 20 "$PY" "$L" posix w 0 0 "$mntC/h" >"$work/cw" 2>&1
+expect "C: F_SETLKW, origin lost" "waiting ENOLCK" "$(tr '\n' ' ' <"$work/cw" | sed 's/ $//')"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "three lock calls with the origin lost: $ms ms" >&2
+[ "$ms" -lt 5000 ] || bad "lock calls with the origin lost took $ms ms, not at once"
+kill -CONT "$ORIGIN_PID"
+GW_PID=$pidC GW_LOG=$logC gw_check
+unmount_gateway "$mntC" "$pidC" "$logC" || bad "C: unmount"
 
 GW_PID=$pidA GW_LOG=$logA2 gw_check
 GW_PID=$pidB GW_LOG=$logB gw_check
