@@ -146,7 +146,17 @@ int gw_locks_init(struct gw *gw)
 	pthread_mutex_init(&l->wlock, NULL);
 	pthread_cond_init(&l->wcond, NULL);
 	pthread_mutex_init(&l->nsm_lock, NULL);
-	pthread_rwlock_init(&l->reclaim_rw, NULL);
+	{
+		/* A reclaim pass is not starved by a stream of lock calls
+		 * (no reader takes it twice). */
+		pthread_rwlockattr_t ra;
+
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&l->reclaim_rw, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
 	pthread_mutex_init(&l->rlock, NULL);
 	pthread_cond_init(&l->rcond, NULL);
 	l->nsm_fd = -1;

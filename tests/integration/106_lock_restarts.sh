@@ -40,12 +40,14 @@ hold() {
 expect() { # WHAT WANT GOT
 	[ "$3" = "$2" ] || bad "$1: expected '$2', got '$3'"
 }
-# until_try WANT MNT KIND TYPE START LEN FILE: try (at most 15 s) until the
-# outcome is WANT; prints the last outcome.
+# until_try WANT MNT KIND TYPE START LEN FILE: try (at most 30 s) until the
+# outcome is WANT; prints the last outcome. (rpc.statd passes a
+# notification on at once, and asks again 5 s later when it got no
+# answer.)
 until_try() {
 	local want=$1 got i
 	shift
-	for ((i = 0; i < 30; i++)); do
+	for ((i = 0; i < 60; i++)); do
 		got=$(try "$@")
 		[ "$got" = "$want" ] && break
 		sleep 0.5
