@@ -515,13 +515,18 @@ origin_start() {
 # client's reboot notification (SM_NOTIFY) on to the NLM that rpcbind
 # names, over UDP: another origin serving NLM on this host (tests side by
 # side) may have taken the name, or removed it when it stopped.
+# Also asks rpc.statd again to monitor this host (127.0.0.1) for the
+# origins' NLM, as ganesha did at the first lock of a client of this host:
+# every ganesha serving NLM that starts drops all of them (SM_UNMON_ALL).
 origin_nlm_register() {
-	local up v port
+	local up v port h
+	h=$(dirname "${BASH_SOURCE[0]}")
 	up=$(_upper "$1")
 	v=${up}_NLM_PORT_USED
 	port=${!v:-}
 	[ -n "$port" ] || return 1
-	[ "$(python3 "$(dirname "${BASH_SOURCE[0]}")/pmap_set.py" 100021 4 17 "$port" 2>/dev/null)" = 1 ]
+	[ "$(python3 "$h/pmap_set.py" 100021 4 17 "$port" 2>/dev/null)" = 1 ] &&
+		[ "$(python3 "$h/statd_mon.py" 127.0.0.1 "$(uname -n)" 2>/dev/null)" = 0 ]
 }
 
 origin_stop() {
