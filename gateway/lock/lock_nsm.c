@@ -91,7 +91,10 @@ int gw_lock_nsm_init(struct gw *gw)
 	if ((time_t)state < time(NULL) && time(NULL) < INT_MAX - 4)
 		state = (int)time(NULL) | 1;
 	l->nsm_state = state;
-	notify = !known || held;
+	/* A successor (an upgrade, a crash under supervise) holds its
+	 * predecessor's locks: never told to drop them, also with no file
+	 * (a predecessor from before lock-nsm-state). */
+	notify = !gw->successor && (!known || held);
 	/* HELD stays 1 until the first owner is let go: if the origin could
 	 * not be told, the next cold start tells it again. */
 	ret = nsm_write(l, notify);
