@@ -6,6 +6,9 @@
  * locks.c:     getlk, setlk, flock; the owner table (each kernel lock
  *              owner is an NLM owner: oh and svid); what a flush or a
  *              release lets go at the origin.
+ * lock_ranges.c: the ranges each owner holds (POSIX's rules).
+ * lock_reclaim.c: the origin's lock manager came back: every range asked
+ *              for again; what cannot be is lost (EIO to its holder).
  * lock_nsm.c:  the gateway's NSM state (cache_dir/lock-nsm-state): its
  *              number, sent in every LOCK; a cold start tells the origin
  *              (SM_NOTIFY) when an earlier instance may have held locks.
@@ -125,13 +128,15 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 /* The errno a lock call answers for an NLM outcome. */
 int gw_lock_errno(int nlm_ret);
 
-/* ---- lock_reclaim.c ---- */
+/* ---- lock_ranges.c ---- */
 /* l->lock held: o's ranges after a LOCK granted (add) or an UNLOCK of
  * [off, off + len) (len 0: to the end), with POSIX's rules (a lock
  * replaces what the owner held in its range). */
 void gw_lock_ranges_set(struct gw_lock_owner *o, const struct nfsc_lock *lk,
 			bool add);
 void gw_lock_ranges_free(struct gw_lock_owner *o);
+
+/* ---- lock_reclaim.c ---- */
 /* After a LOCK granted: the thread that reclaims after the origin
  * restarts runs (started once). */
 void gw_lock_reclaim_start(struct gw *gw);
