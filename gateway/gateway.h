@@ -152,6 +152,10 @@ void gw_listings_kept(uint64_t *listings, uint64_t *entries);
  * successor is sent them again), the waiters' thread stopped; after the
  * session loop, before the session is destroyed. */
 void gw_locks_stop(struct gw *gw);
+/* lock_reclaim.c: once the origin's threads run: a successor that took
+ * lock owners over watches for the origin's restart at once (otherwise
+ * from the first lock granted). */
+void gw_locks_start(struct gw *gw);
 /* locks.c: an owner that locked through the open file file (fi->fh) of
  * nodeid lost a lock when the origin restarted (its reads and writes
  * through it fail with EIO until it is closed). Cheap when none is. */

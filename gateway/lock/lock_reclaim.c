@@ -194,6 +194,12 @@ void gw_lock_reclaim_start(struct gw *gw)
 	pthread_mutex_unlock(&l->rlock);
 }
 
+void gw_locks_start(struct gw *gw)
+{
+	if (gw->locks && __atomic_load_n(&gw->locks->owners, __ATOMIC_RELAXED))
+		gw_lock_reclaim_start(gw);
+}
+
 void gw_lock_reclaim_stop(struct gw *gw)
 {
 	struct gw_locks *l = gw->locks;
