@@ -246,6 +246,12 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		M("locks_released_total", "counter",
 		  "Owners whose locks on a file were let go at the origin at a close.",
 		  gc->locks_released);
+		M("locks_reclaimed_total", "counter",
+		  "Locks taken again (NLM LOCK, reclaim in the grace period) after the origin's lock manager came back.",
+		  gc->locks_reclaimed);
+		M("locks_lost_total", "counter",
+		  "Locks that could not be taken again after the origin's lock manager came back (another client took them, or owners taken over): their holders' next lock, read or write of the file fails with EIO.",
+		  gc->locks_lost);
 		M("lock_owners", "gauge",
 		  "Lock owners (per file) the gateway knows of now.",
 		  gc->lock_owners);

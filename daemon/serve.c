@@ -290,6 +290,7 @@ int gw_serve(struct gw_opts *o, const int fds[2], struct nfsc *origin,
 		fprintf(stderr, "cachegw: cannot start connection threads\n");
 		goto out_unmount;
 	}
+	gw_locks_start(pr.gw);
 	/* Before the first request: hidden names of files an earlier run
 	 * had open when it died. */
 	if (gw_silly_start(pr.gw, o->cache_dir, pr.successor)) {

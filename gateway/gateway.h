@@ -152,6 +152,14 @@ void gw_listings_kept(uint64_t *listings, uint64_t *entries);
  * successor is sent them again), the waiters' thread stopped; after the
  * session loop, before the session is destroyed. */
 void gw_locks_stop(struct gw *gw);
+/* lock_reclaim.c: once the origin's threads run: a successor that took
+ * lock owners over watches for the origin's restart at once (otherwise
+ * from the first lock granted). */
+void gw_locks_start(struct gw *gw);
+/* locks.c: an owner that locked through the open file file (fi->fh) of
+ * nodeid lost a lock when the origin restarted (its reads and writes
+ * through it fail with EIO until it is closed). Cheap when none is. */
+bool gw_lock_lost(struct gw *gw, uint64_t nodeid, uint64_t file);
 /* intent.c: */
 /* A successor, before its first request: what the last process left;
  * how many. */
@@ -228,6 +236,10 @@ struct gw_counters {
 	uint64_t locks_interrupted;	/* of them, ended by an interrupt */
 	uint64_t locks_released;	/* owners' locks let go at a close */
 	uint64_t lock_owners;		/* owners known now */
+	uint64_t locks_reclaimed;	/* taken again after the origin's
+					 * lock manager came back */
+	uint64_t locks_lost;		/* could not be: their holders get
+					 * EIO */
 	/* latencies */
 	struct lat_hist origin_read_lat;	/* each origin READ of fetches */
 	struct lat_hist cache_read_lat;		/* each cache read that hit */

@@ -158,6 +158,8 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 		c->locks_interrupted = LOAD(interrupted);
 		c->locks_released = LOAD(released);
 		c->lock_owners = LOAD(owners);
+		c->locks_reclaimed = LOAD(reclaimed);
+		c->locks_lost = LOAD(lost);
 	}
 #undef LOAD
 	hist_copy(&c->origin_read_lat, &gw->origin_read_lat);

@@ -396,7 +396,7 @@ origin_url() {
 # then carry no device number, and decode on every gateway host).
 origin_start() {
 	local name=$1 dir=$2 nport=$3 mport=$4 squash=${5:-No_Root_Squash}
-	local up state conf log pid i url nlm=false nlmport=
+	local up state conf log pid i url nlm=false nlmport= udp=false
 	if [ $# -lt 4 ] || [ $# -gt 5 ] ||
 		[[ ! $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] ||
 		[[ ! $squash =~ ^(No_Root_Squash|Root_Squash)$ ]]; then
@@ -416,6 +416,9 @@ origin_start() {
 		harness_statd_ensure || return 1
 		nlm=true
 		nlmport="NLM_Port = $ORIGIN_NLM_PORT;"
+		# rpc.statd passes a client's reboot notification (SM_NOTIFY)
+		# on to the lock manager over UDP only.
+		udp=true
 	fi
 	state=$(harness_tmpdir "ganesha-$name") || return 1
 	mkdir -p "$state/recovery"
@@ -431,7 +434,7 @@ origin_start() {
 		Enable_NLM = $nlm;
 		$nlmport
 		Enable_RQUOTA = false;
-		Enable_UDP = false;
+		Enable_UDP = $udp;
 		Protocols = 3, 4;
 		# NFSv3 MOUNT by the pseudo path (/$name) instead of the real path.
 		Mount_Path_Pseudo = true;
@@ -505,6 +508,25 @@ origin_start() {
 	hlog "ganesha ($name) did not answer on $url within 20 s; log:"
 	tail -n 20 "$log" >&2
 	return 1
+}
+
+# origin_nlm_register NAME: name that origin's lock manager (NLM v4 on
+# UDP, its NLM port) to this host's rpcbind again. rpc.statd passes a
+# client's reboot notification (SM_NOTIFY) on to the NLM that rpcbind
+# names, over UDP: another origin serving NLM on this host (tests side by
+# side) may have taken the name, or removed it when it stopped.
+# Also asks rpc.statd again to monitor this host (127.0.0.1) for the
+# origins' NLM, as ganesha did at the first lock of a client of this host:
+# every ganesha serving NLM that starts drops all of them (SM_UNMON_ALL).
+origin_nlm_register() {
+	local up v port h
+	h=$(dirname "${BASH_SOURCE[0]}")
+	up=$(_upper "$1")
+	v=${up}_NLM_PORT_USED
+	port=${!v:-}
+	[ -n "$port" ] || return 1
+	[ "$(python3 "$h/pmap_set.py" 100021 4 17 "$port" 2>/dev/null)" = 1 ] &&
+		[ "$(python3 "$h/statd_mon.py" 127.0.0.1 "$(uname -n)" 2>/dev/null)" = 0 ]
 }
 
 origin_stop() {

@@ -423,6 +423,10 @@ struct nfsc_lock {
 	uint64_t off, len;
 	bool exclusive;
 	uint32_t svid;
+	bool reclaim;			/* LOCK: a reclaim after the origin
+					 * restarted (only in its grace
+					 * period; outside it the origin
+					 * answers -EINPROGRESS) */
 	char oh[NFSC_LOCK_OH_MAX];	/* NUL-terminated (libnfs 4.0 sends
 					 * the owner handle as a string) */
 };
@@ -433,6 +437,18 @@ int nfsc_lock(struct nfsc *n, const struct nfsc_cred *cr,
 	      const struct nfsc_fh *fh, const struct nfsc_lock *lk);
 int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, const struct nfsc_lock *lk);
+/* Before nfsc_start: state is this gateway's NSM state number, sent in
+ * every LOCK (a server that hears of a reboot keeps the locks taken with
+ * the new number); notify: the gateway started cold, so the origin's
+ * status monitor is told first (SM_NOTIFY with caller_name and state) and
+ * its lock manager lets go what an earlier instance held. */
+void nfsc_lock_nsm(struct nfsc *n, int state, bool notify);
+/* keep: the lock manager's connection is made again at once when it
+ * fails, also with no call waiting (the gateway holds locks there). The
+ * epoch counts the connections made after a failure: each may be to an
+ * origin that restarted and lost our locks. */
+void nfsc_lock_keep(struct nfsc *n, bool keep);
+uint64_t nfsc_lock_epoch(const struct nfsc *n);
 /* NLM calls sent, and of them ended with an error (denials count). No
  * CANCEL is ever needed: no LOCK is left blocked at the origin. */
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls,

@@ -8,7 +8,9 @@
  * thread completes it. The context is made when the first call comes and
  * made afresh after its connection fails (the origin restarted: its NLM
  * port may have changed, so the portmapper is asked again); calls in
- * flight then are sent again. Every lock call is non-blocking (block =
+ * flight then are sent again (and while the gateway holds locks, it is
+ * made again at once: nfsc_lock_epoch counts those reconnections, after
+ * which the gateway reclaims its locks). Every lock call is non-blocking (block =
  * false): a caller that waits for a lock asks again later (the gateway's
  * lock room), so no NLM_GRANTED callback is ever needed.
  *
@@ -29,6 +31,7 @@
 #include "nfsc_i.h"
 #include "worker.h"
 #include <nfsc/libnfs-raw-nlm.h>
+#include <nfsc/libnfs-raw-nsm.h>
 
 enum { NLM_DOWN, NLM_CONNECTING, NLM_UP };
 #define NLM_CALL_FAILURES 5
@@ -74,6 +77,16 @@ struct nfsc_nlm {
 					 * manager there */
 	struct nfsc_cred auth_cred;	/* what rpc's AUTH carries */
 	bool auth_set;
+	int nsm_state;			/* our NSM state, in every LOCK;
+					 * set before the thread starts */
+	bool notify;			/* tell the origin's statd first
+					 * (until it answered) */
+	uint64_t notify_next_ns;	/* and again from then on */
+	bool keep;			/* keep connected (locks held);
+					 * atomic */
+	bool ever_up;			/* a connection was made before */
+	uint64_t epoch;			/* connections made after the
+					 * first: atomic */
 	uint64_t calls, errors;		/* atomic */
 };
 
@@ -210,6 +223,11 @@ static void connect_done(struct rpc_context *rpc, int status, void *data,
 	if (status == RPC_STATUS_SUCCESS) {
 		m->state = NLM_UP;
 		m->absent = false;
+		/* Connected again after a failure: the origin may have
+		 * restarted and forgotten our locks (the gateway reclaims). */
+		if (m->ever_up)
+			__atomic_add_fetch(&m->epoch, 1, __ATOMIC_RELEASE);
+		m->ever_up = true;
 		if (m->told_down)
 			fprintf(stderr, "cachegw: lock manager (NLM) of %s "
 				"connected\n", m->n->server);
@@ -318,7 +336,8 @@ static int issue(struct nfsc_nlm *m, struct nlm_call *c)
 	}
 	case NLM4_LOCK: {
 		NLM4_LOCKargs a = { .block = 0, .exclusive = c->lk.exclusive,
-				    .lock = lk };
+				    .lock = lk, .reclaim = c->lk.reclaim,
+				    .state = m->nsm_state };
 
 		ret = rpc_nlm4_lock_async(m->rpc, call_reply, &a, c);
 		break;
@@ -333,11 +352,108 @@ static int issue(struct nfsc_nlm *m, struct nlm_call *c)
 	return ret ? -ENOLCK : 0;
 }
 
+struct nsm_job {
+	struct nfsc_nlm *m;
+	bool done;
+	int status;
+	const char *what;
+};
+
+static void nsm_reply(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
+{
+	struct nsm_job *j = priv;
+
+	(void)rpc;
+	j->done = true;
+	j->status = status;
+	if (status == RPC_STATUS_ERROR && data)
+		j->what = "refused";
+}
+
+static void nsm_connected(struct rpc_context *rpc, int status, void *data,
+			  void *priv)
+{
+	struct nsm_job *j = priv;
+	struct nfsc_nlm *m = j->m;
+	NSM1_NOTIFYargs a = { .mon_name = m->caller, .state = m->nsm_state };
+
+	(void)data;
+	if (status != RPC_STATUS_SUCCESS) {
+		j->done = true;
+		j->status = status;
+		j->what = "cannot reach its status monitor (rpc.statd)";
+		return;
+	}
+	if (rpc_nsm1_notify_async(rpc, nsm_reply, &a, j)) {
+		j->done = true;
+		j->status = RPC_STATUS_ERROR;
+		j->what = "cannot send";
+	}
+}
+
+/* A gateway started cold (no predecessor handed it its locks): tell the
+ * origin's status monitor that this client (caller) rebooted, with a new
+ * state number (SM_NOTIFY, as sm-notify(8) does at boot), so that its
+ * lock manager lets go what an earlier instance of this gateway held.
+ * Synchronous, before the first lock call is sent, bounded (10 s): an
+ * origin that does not answer is logged, and told again 30 s later (once
+ * the lock manager answers), until it did. */
+static void nsm_notify(struct nfsc_nlm *m)
+{
+	struct nfs_context *nfs = nfs_init_context();
+	struct rpc_context *rpc;
+	struct nsm_job j = { .m = m, .what = "no answer" };
+	uint64_t limit = 10000000000u, until = nfsc_now_ns() + limit;
+
+	m->notify_next_ns = until + 30000000000u;
+	if (!nfs)
+		return;
+	rpc = nfs_get_rpc_context(nfs);
+	nfs_set_autoreconnect(nfs, 0);
+	nfs_set_timeout(nfs, (int)(limit / 1000000u));
+	if (rpc_connect_program_async(rpc, m->n->server, NSM_PROGRAM, NSM_V1,
+				      nsm_connected, &j)) {
+		j.done = true;
+		j.status = RPC_STATUS_ERROR;
+		j.what = "cannot connect";
+	}
+	while (!j.done && nfsc_now_ns() < until) {
+		struct pollfd p = { .fd = rpc_get_fd(rpc),
+				    .events = (short)rpc_which_events(rpc) };
+
+		if (p.fd < 0 || (poll(&p, 1, 100) < 0 && errno != EINTR))
+			break;
+		if (rpc_service(rpc, p.revents) < 0)
+			break;
+	}
+	if (j.done && j.status == RPC_STATUS_SUCCESS) {
+		m->notify = false;
+		fprintf(stderr, "cachegw: told the status monitor (NSM) of %s "
+			"that lock client %s restarted (state %d): the locks an "
+			"earlier instance held there are let go\n",
+			m->n->server, m->caller, m->nsm_state);
+	} else {
+		fprintf(stderr, "cachegw: could not tell the status monitor "
+			"(NSM) of %s that lock client %s restarted (%s): locks "
+			"an earlier instance held there may stay until the "
+			"origin restarts\n", m->n->server, m->caller,
+			j.done ? j.what : "no answer");
+	}
+	nfs_destroy_context(nfs);
+}
+
 static void *nlm_thread(void *arg)
 {
 	struct nfsc_nlm *m = arg;
 	bool stop = false;
 
+	if (m->notify && !nfsc_origin_lost(m->n))
+		nsm_notify(m);
+	else if (m->notify)
+		fprintf(stderr, "cachegw: the origin %s is lost: it is told "
+			"that lock client %s restarted once its lock manager "
+			"answers\n", m->n->server, m->caller);
 	while (!stop) {
 		struct pollfd p[2] = {
 			{ .fd = m->efd, .events = POLLIN },
@@ -372,9 +488,14 @@ static void *nlm_thread(void *arg)
 			fail_waiting(m, -ENOLCK);
 		}
 		now = nfsc_now_ns();
-		if (m->state == NLM_DOWN && m->wait_head &&
-		    now >= m->next_try_ns)
+		if (m->state == NLM_DOWN && now >= m->next_try_ns &&
+		    (m->wait_head ||
+		     __atomic_load_n(&m->keep, __ATOMIC_RELAXED)))
 			try_connect(m);
+		/* Told before any lock call is sent (again, if it failed). */
+		if (m->notify && m->state == NLM_UP &&
+		    nfsc_now_ns() >= m->notify_next_ns)
+			nsm_notify(m);
 		if (m->state == NLM_UP) {
 			c = m->wait_head;
 			m->wait_head = m->wait_tail = NULL;
@@ -568,6 +689,26 @@ int nfsc_unlock(struct nfsc *n, const struct nfsc_cred *cr,
 		const struct nfsc_fh *fh, const struct nfsc_lock *lk)
 {
 	return nlm_call(n, NLM4_UNLOCK, cr, fh, lk, NULL);
+}
+
+void nfsc_lock_nsm(struct nfsc *n, int state, bool notify)
+{
+	if (!n->nlm)
+		return;
+	n->nlm->nsm_state = state;
+	n->nlm->notify = notify;
+}
+
+void nfsc_lock_keep(struct nfsc *n, bool keep)
+{
+	if (n->nlm)
+		__atomic_store_n(&n->nlm->keep, keep, __ATOMIC_RELAXED);
+}
+
+uint64_t nfsc_lock_epoch(const struct nfsc *n)
+{
+	return n->nlm ? __atomic_load_n(&n->nlm->epoch, __ATOMIC_ACQUIRE) :
+			0;
 }
 
 void nfsc_lock_stat(const struct nfsc *n, uint64_t *calls, uint64_t *errors)

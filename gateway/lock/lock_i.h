@@ -6,12 +6,18 @@
  * locks.c:     getlk, setlk, flock; the owner table (each kernel lock
  *              owner is an NLM owner: oh and svid); what a flush or a
  *              release lets go at the origin.
+ * lock_ranges.c: the ranges each owner holds (POSIX's rules).
+ * lock_reclaim.c: the origin's lock manager came back: every range asked
+ *              for again; what cannot be is lost (EIO to its holder).
+ * lock_nsm.c:  the gateway's NSM state (cache_dir/lock-nsm-state): its
+ *              number, sent in every LOCK; a cold start tells the origin
+ *              (SM_NOTIFY) when an earlier instance may have held locks.
  * lock_wait.c: blocking locks: the waiters, answered later by one thread
  *              that asks the origin again with a growing pause (no FUSE
  *              thread is held per waiter); interrupts.
  *
- * Locks: gw_locks.lock (the owner table) and gw_locks.wlock (the
- * waiters) are leaves: no other lock is taken under them and no origin
+ * Locks: gw_locks.lock (the owner table), gw_locks.wlock (the
+ * waiters) and gw_locks.nsm_lock (the state file) are leaves: no other lock is taken under them and no origin
  * call is made holding them; libfuse's request lock is taken (by
  * fuse_req_interrupt_func) with neither held, since the interrupt
  * callback takes wlock.
@@ -25,6 +31,14 @@
 struct gw_lock_wait;
 
 #define GW_LOCK_BUCKETS 256
+
+/* A range an owner holds at the origin: [start, end), end UINT64_MAX to
+ * the end of the file (lock_reclaim.c). */
+struct gw_lock_range {
+	struct gw_lock_range *next;
+	uint64_t start, end;
+	bool exclusive;
+};
 
 /* One kernel lock owner's locks on one file, as the origin holds them. */
 struct gw_lock_owner {
@@ -40,6 +54,11 @@ struct gw_lock_owner {
 	struct nfsc_cred cred;		/* the first locker's */
 	struct gw_lock_rec *rec;	/* its record for a successor
 					 * (gw_state.h), or NULL */
+	struct gw_lock_range *ranges;	/* what it holds, lock */
+	bool ranges_unknown;		/* taken over (or out of memory):
+					 * cannot be reclaimed */
+	bool lost;			/* not reclaimed after the origin
+					 * restarted: EIO, lock */
 };
 
 /* A RELEASE in progress whose open file holds locks (gw_release, on its
@@ -53,7 +72,7 @@ struct gw_lock_releasing {
 struct gw_locks {
 	pthread_mutex_t lock;		/* the owner table */
 	struct gw_lock_releasing *releasing;	/* lock */
-	pthread_cond_t rcond;		/* with lock: one ended */
+	pthread_cond_t relcond;		/* with lock: one ended */
 	struct gw_lock_owner *by_owner[GW_LOCK_BUCKETS];	/* lock */
 	uint32_t next_svid;		/* lock */
 	uint32_t rec_hint;		/* where to look for a free record, lock */
@@ -67,8 +86,22 @@ struct gw_locks {
 	bool stop;			/* wlock */
 	bool started;			/* the thread; main thread and wlock */
 	pthread_t thread;
+	/* lock_reclaim.c */
+	pthread_rwlock_t reclaim_rw;	/* read: a lock call and its range
+					 * update; write: a reclaim pass */
+	pthread_mutex_t rlock;
+	pthread_cond_t rcond;		/* with rlock: stop */
+	bool rstop, rstarted;		/* rlock */
+	pthread_t rthread;
+	uint64_t lost_owners;		/* owners lost, atomic */
+	/* lock_nsm.c */
+	pthread_mutex_t nsm_lock;
+	int nsm_fd;			/* lock-nsm-state, -1: none */
+	int nsm_state;
+	bool nsm_held;			/* as written; nsm_lock */
 	/* counters (atomic) */
 	uint64_t granted, denied, waited, interrupted, released;
+	uint64_t reclaimed, lost;	/* lock_reclaim.c */
 };
 
 /* ---- locks.c ---- */
@@ -112,6 +145,31 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 		     const struct nfsc_lock *lk);
 /* The errno a lock call answers for an NLM outcome. */
 int gw_lock_errno(int nlm_ret);
+
+/* ---- lock_ranges.c ---- */
+/* l->lock held: o's ranges after a LOCK granted (add) or an UNLOCK of
+ * [off, off + len) (len 0: to the end), with POSIX's rules (a lock
+ * replaces what the owner held in its range). */
+void gw_lock_ranges_set(struct gw_lock_owner *o, const struct nfsc_lock *lk,
+			bool add);
+void gw_lock_ranges_free(struct gw_lock_owner *o);
+
+/* ---- lock_reclaim.c ---- */
+/* After a LOCK granted: the thread that reclaims after the origin
+ * restarts runs (started once). */
+void gw_lock_reclaim_start(struct gw *gw);
+void gw_lock_reclaim_stop(struct gw *gw);
+
+/* ---- lock_nsm.c ---- */
+/* At start (gw_locks_init, before the origin's threads): the state file
+ * read, a new state made on a cold start and the origin told if an
+ * earlier instance may have held locks (nfsc_lock_nsm). -errno if the
+ * file cannot be opened. */
+int gw_lock_nsm_init(struct gw *gw);
+/* After the owner count changed (without l->lock): HELD written if it
+ * changed. */
+void gw_lock_nsm_update(struct gw_locks *l);
+void gw_lock_nsm_free(struct gw_locks *l);
 
 /* ---- lock_wait.c ---- */
 /* Wait for lk for req (answered later, by the waiters' thread): asked

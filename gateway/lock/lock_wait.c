@@ -90,6 +90,7 @@ static bool wait_try(struct gw *gw, struct gw_lock_wait *w)
 		wait_end(w, ESTALE, false);
 		return true;
 	}
+	pthread_rwlock_rdlock(&l->reclaim_rw);
 	ret = nfsc_lock(gw->nfs, &w->cred, &ino->fh, &w->lk);
 	pthread_mutex_lock(&l->wlock);
 	intr = w->interrupted;
@@ -100,6 +101,10 @@ static bool wait_try(struct gw *gw, struct gw_lock_wait *w)
 		ret = -EINTR;
 	} else if (ret == 0) {
 		gw_lock_granted(gw, ino, w->owner, w->file, &w->cred, &w->lk);
+	}
+	pthread_rwlock_unlock(&l->reclaim_rw);
+	if (ret == 0 || ret == -EINTR) {
+		/* answered below */
 	} else if (intr) {
 		ret = -EINTR;
 	} else if (ret == -EINPROGRESS || (ret == -EAGAIN && !w->nonblock)) {
@@ -227,6 +232,7 @@ void gw_locks_stop(struct gw *gw)
 
 	if (!l)
 		return;
+	gw_lock_reclaim_stop(gw);
 	pthread_mutex_lock(&l->wlock);
 	l->stop = true;
 	pthread_cond_signal(&l->wcond);

@@ -121,6 +121,7 @@ static int recs_adopt(struct gw_locks *l)
 			.nodeid = r->nodeid, .owner = r->owner,
 			.file = r->file, .svid = r->svid, .granted = true,
 			.fh = r->fh, .cred = r->cred, .rec = r,
+			.ranges_unknown = true,
 		};
 		if (o->svid >= l->next_svid && o->svid < 0x7fffffffu - 1)
 			l->next_svid = o->svid + 1;
@@ -142,14 +143,33 @@ int gw_locks_init(struct gw *gw)
 	if (!l)
 		return -ENOMEM;
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->rcond, NULL);
+	pthread_cond_init(&l->relcond, NULL);
 	pthread_mutex_init(&l->wlock, NULL);
 	pthread_cond_init(&l->wcond, NULL);
+	pthread_mutex_init(&l->nsm_lock, NULL);
+	{
+		/* A reclaim pass is not starved by a stream of lock calls
+		 * (no reader takes it twice). */
+		pthread_rwlockattr_t ra;
+
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&l->reclaim_rw, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
+	pthread_mutex_init(&l->rlock, NULL);
+	pthread_cond_init(&l->rcond, NULL);
+	l->nsm_fd = -1;
 	l->next_svid = SVID_BASE;
 	gw->locks = l;
-	if (gw->successor && gw_state)
-		return recs_adopt(l);
-	return 0;
+	if (gw->successor && gw_state) {
+		int ret = recs_adopt(l);
+
+		if (ret)
+			return ret;
+	}
+	return gw_lock_nsm_init(gw);
 }
 
 void gw_locks_free(struct gw *gw)
@@ -159,17 +179,23 @@ void gw_locks_free(struct gw *gw)
 
 	if (!l)
 		return;
+	gw_lock_reclaim_stop(gw);
 	for (i = 0; i < GW_LOCK_BUCKETS; i++) {
 		struct gw_lock_owner *o, *next;
 
 		for (o = l->by_owner[i]; o; o = next) {
 			next = o->next;
+			gw_lock_ranges_free(o);
 			free(o);
 		}
 	}
+	gw_lock_nsm_free(l);
+	pthread_cond_destroy(&l->rcond);
+	pthread_mutex_destroy(&l->rlock);
+	pthread_rwlock_destroy(&l->reclaim_rw);
 	pthread_cond_destroy(&l->wcond);
 	pthread_mutex_destroy(&l->wlock);
-	pthread_cond_destroy(&l->rcond);
+	pthread_cond_destroy(&l->relcond);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 	gw->locks = NULL;
@@ -250,6 +276,7 @@ int gw_lock_owner_get(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 	pthread_mutex_unlock(&l->lock);
 	if (!o)
 		return -ENOMEM;
+	gw_lock_nsm_update(l);
 	owner_oh(owner, lk);
 	return 0;
 }
@@ -264,9 +291,15 @@ void gw_lock_granted(struct gw *gw, struct gw_inode *ino, uint64_t owner,
 	__atomic_add_fetch(&l->granted, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&l->lock);
 	o = owner_make(l, ino, owner, file, cr, lk->svid);
-	if (o)
+	if (o) {
 		o->granted = true;
+		gw_lock_ranges_set(o, lk, true);
+	}
 	pthread_mutex_unlock(&l->lock);
+	if (o) {
+		gw_lock_nsm_update(l);
+		gw_lock_reclaim_start(gw);
+	}
 	if (!o) {
 		/* Not remembered, it could never be let go: let it go now. */
 		gw_log("locks: out of memory: a lock granted on file %llu "
@@ -283,7 +316,9 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 
 	if (o->granted) {
 		owner_oh(o->owner, &lk);
+		pthread_rwlock_rdlock(&gw->locks->reclaim_rw);
 		ret = nfsc_unlock(gw->nfs, &o->cred, &o->fh, &lk);
+		pthread_rwlock_unlock(&gw->locks->reclaim_rw);
 		__atomic_add_fetch(&gw->locks->released, 1, __ATOMIC_RELAXED);
 		if (ret && ret != -ESTALE)
 			gw_log("locks: the origin's UNLOCK of file %llu failed "
@@ -293,7 +328,12 @@ static void owner_let_go(struct gw *gw, struct gw_lock_owner *o)
 	}
 	rec_clear(o);
 	__atomic_sub_fetch(&gw->locks->owners, 1, __ATOMIC_RELAXED);
+	if (o->lost)
+		__atomic_sub_fetch(&gw->locks->lost_owners, 1,
+				   __ATOMIC_RELAXED);
+	gw_lock_ranges_free(o);
 	free(o);
+	gw_lock_nsm_update(gw->locks);
 }
 
 void gw_lock_flush(struct gw *gw, struct gw_inode *ino, uint64_t owner)
@@ -380,7 +420,7 @@ void gw_lock_release_end(struct gw *gw, struct gw_lock_releasing *rel)
 			break;
 		}
 	}
-	pthread_cond_broadcast(&l->rcond);
+	pthread_cond_broadcast(&l->relcond);
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -399,11 +439,44 @@ static bool releases_waited(struct gw_locks *l, uint64_t nodeid)
 			any = r->nodeid == nodeid;
 		if (any) {
 			waited = true;
-			pthread_cond_wait(&l->rcond, &l->lock);
+			pthread_cond_wait(&l->relcond, &l->lock);
 		}
 	} while (any);
 	pthread_mutex_unlock(&l->lock);
 	return waited;
+}
+
+/* Was (nodeid, owner) lost when the origin restarted? */
+static bool owner_lost(struct gw_locks *l, uint64_t nodeid, uint64_t owner)
+{
+	struct gw_lock_owner *o;
+	bool lost;
+
+	if (!__atomic_load_n(&l->lost_owners, __ATOMIC_RELAXED))
+		return false;
+	pthread_mutex_lock(&l->lock);
+	o = owner_find(l, nodeid, owner, NULL);
+	lost = o && o->lost;
+	pthread_mutex_unlock(&l->lock);
+	return lost;
+}
+
+bool gw_lock_lost(struct gw *gw, uint64_t nodeid, uint64_t file)
+{
+	struct gw_locks *l = gw->locks;
+	struct gw_lock_owner *o;
+	bool lost = false;
+	size_t i;
+
+	if (!l || !__atomic_load_n(&l->lost_owners, __ATOMIC_RELAXED))
+		return false;
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < GW_LOCK_BUCKETS && !lost; i++)
+		for (o = l->by_owner[i]; o && !lost; o = o->next)
+			lost = o->lost && o->nodeid == nodeid &&
+			       o->file == file;
+	pthread_mutex_unlock(&l->lock);
+	return lost;
 }
 
 /* The lock of a FUSE request as NLM gives it. */
@@ -456,6 +529,23 @@ void gw_getlk(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi,
 	fuse_reply_lock(req, lock);
 }
 
+/* One LOCK of lk for the request's owner, recorded if granted; under the
+ * reclaim lock's read side, so a reclaim pass never runs between the two. */
+static int lock_once(struct gw *gw, struct gw_inode *ino,
+		     struct fuse_file_info *fi, const struct nfsc_cred *cr,
+		     struct nfsc_lock *lk)
+{
+	struct gw_locks *l = gw->locks;
+	int ret;
+
+	pthread_rwlock_rdlock(&l->reclaim_rw);
+	ret = nfsc_lock(gw->nfs, cr, &ino->fh, lk);
+	if (ret == 0)
+		gw_lock_granted(gw, ino, fi->lock_owner, fi->fh, cr, lk);
+	pthread_rwlock_unlock(&l->reclaim_rw);
+	return ret;
+}
+
 /* A lock or unlock of the owner of fi, for setlk and flock. */
 static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 		     struct fuse_file_info *fi, const struct flock *fl,
@@ -472,6 +562,8 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 	lock_range(fl, &lk);
 	gw_req_cred(req, &cr);
 	if (fl->l_type == F_UNLCK) {
+		struct gw_lock_owner *o;
+
 		/* An owner that never locked the file holds nothing. */
 		pthread_mutex_lock(&l->lock);
 		if (owner_find(l, ino->nodeid, fi->lock_owner, &svid))
@@ -482,8 +574,19 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 			return;
 		}
 		owner_oh(fi->lock_owner, &lk);
+		pthread_rwlock_rdlock(&l->reclaim_rw);
 		ret = nfsc_unlock(gw->nfs, &cr, &ino->fh, &lk);
+		pthread_mutex_lock(&l->lock);
+		o = owner_find(l, ino->nodeid, fi->lock_owner, NULL);
+		if (o)
+			gw_lock_ranges_set(o, &lk, false);
+		pthread_mutex_unlock(&l->lock);
+		pthread_rwlock_unlock(&l->reclaim_rw);
 		fuse_reply_err(req, ret == -ESTALE ? 0 : gw_lock_errno(ret));
+		return;
+	}
+	if (owner_lost(l, ino->nodeid, fi->lock_owner)) {
+		fuse_reply_err(req, EIO);
 		return;
 	}
 	ret = gw_lock_owner_get(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
@@ -491,11 +594,14 @@ static void set_lock(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
+	ret = lock_once(gw, ino, fi, &cr, &lk);
+	/* Refused: maybe by this file's own lock, let go by a RELEASE in
+	 * progress; waited for outside the reclaim lock (the release's
+	 * unlock takes it too, and a reclaim pass waiting for it is
+	 * preferred over new readers). */
 	if (ret == -EAGAIN && releases_waited(l, ino->nodeid))
-		ret = nfsc_lock(gw->nfs, &cr, &ino->fh, &lk);
+		ret = lock_once(gw, ino, fi, &cr, &lk);
 	if (ret == 0) {
-		gw_lock_granted(gw, ino, fi->lock_owner, fi->fh, &cr, &lk);
 		fuse_reply_err(req, 0);
 		return;
 	}

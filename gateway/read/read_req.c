@@ -337,5 +337,9 @@ void gw_read_op(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 	struct gw *gw = req_gw(req);
 	GW_INODE_OR_ESTALE(gw, req, nodeid, ino);
 
+	if (gw_lock_lost(gw, ino->nodeid, fi->fh)) {
+		fuse_reply_err(req, EIO);	/* doc/locks.md "Restarts" */
+		return;
+	}
 	gw_read(gw, req, ino, gw_file_of(fi), size, off);
 }

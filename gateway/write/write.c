@@ -260,6 +260,12 @@ void gw_write_buf_op(fuse_req_t req, fuse_ino_t nodeid,
 		fuse_reply_err(req, EIO);
 		return;
 	}
+	if (gw_lock_lost(gw, ino->nodeid, fi->fh)) {
+		/* doc/locks.md "Restarts" */
+		gw_buf_put(buf);
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	gw_write(gw, req, ino, gw_file_of(fi), buf, size,
 		 off, fi->writepage);
 }
