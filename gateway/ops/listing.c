@@ -70,6 +70,9 @@ struct gw_dirsnap {
 	struct timespec loaded_at;	/* CLOCK_MONOTONIC; set once loaded */
 	uint64_t idle_since;		/* snap_lock; seconds (monotonic)
 					 * its last open closed; 0: open */
+	bool ahead;			/* snap_lock; read ahead of a walk
+					 * (walkahead.c), no open has taken
+					 * it yet */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -153,8 +156,13 @@ static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 				oldest = sn;
 				break;
 			}
-			if (over && (!oldest ||
-				     sn->idle_since < oldest->idle_since))
+			/* Over the bounds: the oldest goes first, but one
+			 * read ahead of a walk and not taken yet only after
+			 * every other (the walk needs it next); of those of
+			 * one second, the first made (last on the list). */
+			if (over && (!oldest || (oldest->ahead && !sn->ahead) ||
+				     (oldest->ahead == sn->ahead &&
+				      sn->idle_since <= oldest->idle_since)))
 				oldest = sn;
 		}
 		if (!oldest)
@@ -299,9 +307,30 @@ bool ops_names_searched(const struct nfsc_dirlist *l)
 
 /* A snapshot of ino's directory as of ver, read with cr: a shared one if
  * there is one (or one being read, which is waited for), else a new one. */
+/* An open takes sn: if it was read ahead of a walk, count it, used
+ * (same: of the version the open found) or not. */
+static void ahead_taken_locked(struct gw *gw, struct gw_dirsnap *sn,
+			       bool same)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	if (!sn->ahead)
+		return;
+	sn->ahead = false;
+	__atomic_add_fetch(same ? &gw->walk_ahead_used :
+			   &gw->walk_ahead_stale, 1, __ATOMIC_RELAXED);
+}
+
+static void ahead_taken(struct gw *gw, struct gw_dirsnap *sn, bool same)
+{
+	pthread_mutex_lock(&snap_lock);
+	ahead_taken_locked(gw, sn, same);
+	pthread_mutex_unlock(&snap_lock);
+}
+
+/* ahead: a walk thread's read (walkahead.c), not an open's. */
 static int snap_get(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, const struct nfsc_attr *ver,
-		    struct gw_dirsnap **out)
+		    bool ahead, struct gw_dirsnap **out)
 {
 	struct gw_dirsnap *sn;
 	int ret;
@@ -324,6 +353,8 @@ again:
 			pthread_cond_wait(&snap_cond, &snap_lock);
 		same = gw_attr_same_version(&sn->ver, ver);
 		ret = sn->err;
+		if (!ahead && !ret)
+			ahead_taken_locked(gw, sn, same);
 		if (same && !ret) {
 			pthread_mutex_unlock(&snap_lock);
 			*out = sn;
@@ -351,6 +382,7 @@ again:
 	sn->ver = *ver;
 	sn->refs = 1;
 	sn->loading = true;
+	sn->ahead = ahead;
 	/* What lingers of this directory for cr is of another version. */
 	linger_trim_locked(mono_s(), sn);
 	sn->next = snaps;
@@ -436,6 +468,47 @@ static int snap_kept(struct gw *gw, struct gw_inode *ino,
 	*out = sn;
 	return 0;
 }
+int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver)
+{
+	struct gw_dirsnap *sn;
+	bool have = false;
+	int ret;
+
+	/* Any listing of it for cr (being read, or lingering of whatever
+	 * version): the walk's open will take it or read its own. */
+	pthread_mutex_lock(&snap_lock);
+	for (sn = snaps; sn && !have; sn = sn->next)
+		have = sn->nodeid == ino->nodeid && !sn->err &&
+		       same_cred(&sn->cr, cr);
+	pthread_mutex_unlock(&snap_lock);
+	if (have)
+		return 0;
+	ret = snap_get(gw, ino, cr, ver, true, &sn);
+	if (ret)
+		return ret;
+	snap_put(sn);	/* lingers for the walk's open */
+	return 1;
+}
+
+int gw_listing_with(uint64_t dir, const struct nfsc_cred *cr,
+		    void (*fn)(const struct nfsc_dirlist *l, void *arg),
+		    void *arg)
+{
+	struct gw_dirsnap *sn, *best = NULL;
+
+	pthread_mutex_lock(&snap_lock);
+	for (sn = snaps; sn; sn = sn->next)
+		if (sn->nodeid == dir && !sn->loading && !sn->err &&
+		    same_cred(&sn->cr, cr) &&
+		    (!best || ts_later(&sn->loaded_at, &best->loaded_at)))
+			best = sn;
+	if (best)
+		fn(&best->list, arg);
+	pthread_mutex_unlock(&snap_lock);
+	return best ? 0 : -ENOENT;
+}
+
 static void dir_free(struct gw *gw, struct gw_handle *h)
 {
 	struct gw_dir *d = (struct gw_dir *)h;
@@ -466,6 +539,8 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	gw_req_cred(req, &cr);
+	/* A walk's next subdirectories, listed while this one is. */
+	gw_walk_opened(gw, ino, &cr);
 	/* After a restart, with nocto: the listing kept before it, while
 	 * young enough (kept_md.c), without asking the origin for it (an
 	 * ACCESS, if no answer for cr is held). */
@@ -489,7 +564,7 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	if (ret >= 0) {
 		ret = snap_kept(gw, ino, &cr, &ver, false, &d->snap);
 		if (ret == -ENOENT)
-			ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+			ret = snap_get(gw, ino, &cr, &ver, false, &d->snap);
 	}
 	/* The origin is lost: the listing as last kept (offline.c). */
 	if (ret == -EHOSTDOWN) {
@@ -590,10 +665,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			ret = gw_get_attr(gw, req, ino, true, &ver);
 		if (ret >= 0 && d->snap &&
 		    gw_attr_same_version(&d->snap->ver, &ver)) {
+			ahead_taken(gw, d->snap, true);
 			d->unsure = false;
 		} else {
+			if (ret >= 0 && d->snap)
+				ahead_taken(gw, d->snap, false);
 			if (ret >= 0)
-				ret = snap_get(gw, ino, &cr, &ver, &sn);
+				ret = snap_get(gw, ino, &cr, &ver, false, &sn);
 			if (ret < 0) {
 				fuse_reply_err(req, -ret);
 				return;
