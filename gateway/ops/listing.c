@@ -73,6 +73,8 @@ struct gw_dirsnap {
 	bool ahead;			/* snap_lock; read ahead of a walk
 					 * (walkahead.c), no open has taken
 					 * it yet */
+	size_t ahead_n;			/* snap_lock; its entries counted in
+					 * ahead_entries */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,6 +84,17 @@ static unsigned lingering;		/* snap_lock: snapshots no open */
 static size_t lingering_entries;	/* holds, and their entries */
 static struct gw_dirsnap *doomed;	/* snap_lock: off the list, to free
 					 * once the lock is dropped */
+static size_t ahead_entries;		/* snap_lock: entries of snapshots
+					 * read ahead that no open took yet */
+
+/* sn is taken by an open, or goes: no more read ahead and not taken. */
+static void ahead_drop_locked(struct gw_dirsnap *sn)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	sn->ahead = false;
+	ahead_entries -= sn->ahead_n;
+	sn->ahead_n = 0;
+}
 
 struct gw_dir {
 	struct gw_handle h;		/* first: fi->fh's id names both */
@@ -170,6 +183,7 @@ static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 		unlink_locked(oldest);
 		lingering--;
 		lingering_entries -= oldest->list.n;
+		ahead_drop_locked(oldest);
 		oldest->next = doomed;
 		doomed = oldest;
 	}
@@ -192,6 +206,7 @@ static bool snap_unref_locked(struct gw_dirsnap *sn)
 		return false;
 	}
 	unlink_locked(sn);
+	ahead_drop_locked(sn);
 	return true;
 }
 
@@ -262,6 +277,7 @@ void gw_listings_free(void)
 			*pp = sn->next;
 			lingering--;
 			lingering_entries -= sn->list.n;
+			ahead_drop_locked(sn);
 			sn->next = doomed;
 			doomed = sn;
 		} else {
@@ -315,7 +331,7 @@ static void ahead_taken_locked(struct gw *gw, struct gw_dirsnap *sn,
 	GW_ASSERT_HELD(&snap_lock);
 	if (!sn->ahead)
 		return;
-	sn->ahead = false;
+	ahead_drop_locked(sn);
 	__atomic_add_fetch(same ? &gw->walk_ahead_used :
 			   &gw->walk_ahead_stale, 1, __ATOMIC_RELAXED);
 }
@@ -418,6 +434,10 @@ again:
 	pthread_mutex_lock(&snap_lock);
 	sn->loading = false;
 	sn->err = ret;
+	if (sn->ahead && !ret) {
+		sn->ahead_n = sn->list.n;
+		ahead_entries += sn->ahead_n;
+	}
 	pthread_cond_broadcast(&snap_cond);
 	pthread_mutex_unlock(&snap_lock);
 	if (ret) {
@@ -469,7 +489,8 @@ static int snap_kept(struct gw *gw, struct gw_inode *ino,
 	return 0;
 }
 int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
-		     const struct nfsc_cred *cr, const struct nfsc_attr *ver)
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		     size_t budget)
 {
 	struct gw_dirsnap *sn;
 	bool have = false;
@@ -481,6 +502,10 @@ int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
 	for (sn = snaps; sn && !have; sn = sn->next)
 		have = sn->nodeid == ino->nodeid && !sn->err &&
 		       same_cred(&sn->cr, cr);
+	if (ahead_entries >= budget) {
+		pthread_mutex_unlock(&snap_lock);
+		return -ENOSPC;
+	}
 	pthread_mutex_unlock(&snap_lock);
 	if (have)
 		return 0;

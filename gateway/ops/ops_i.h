@@ -54,9 +54,12 @@ int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 /* A listing of ino's directory for cr, of version ver (as its parent's
  * listing gave it), read ahead of a walk and left lingering for the
  * walk's open (which checks its version at its first read): 1 read, 0
- * one for cr is there already (being read or lingering), -errno. */
+ * one for cr is there already (being read or lingering), -ENOSPC the
+ * listings read ahead and not taken yet hold budget entries or more,
+ * -errno. */
 int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
-		     const struct nfsc_cred *cr, const struct nfsc_attr *ver);
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		     size_t budget);
 /* fn on the caller's youngest loaded listing of directory dir, under the
  * listings' lock (fn takes no other lock but walkahead.c's, held before
  * it); -ENOENT if there is none. */

@@ -22,7 +22,10 @@
  * never triggers it; a walk that stops early leaves at most N listings
  * read for nothing. A listing of the caller's there already (lingering or
  * being read) is not read again, and one the walk has passed is dropped
- * from the queue.
+ * from the queue. Memory: the listings read ahead and not taken yet hold
+ * BUDGET entries at most (they are dropped from the kept listings after
+ * every other, listing.c), and a directory the origin calls big is left
+ * to the walk's own open.
  */
 #include <errno.h>
 #include <signal.h>
@@ -32,12 +35,18 @@
 
 #include "gw_state.h"
 #include "inode_i.h"
+#include "nodes.h"
 #include "ops_i.h"
 
 #define WALKS 8		/* walks followed at once (directory, caller) */
 #define QUEUE_MAX 64	/* listings waiting for a walk thread */
 #define SCAN_MAX 65536	/* entries searched for a subdirectory opened out
 			 * of order */
+#define BUDGET 65536	/* entries of the listings read ahead and not
+			 * taken yet, at most (about 20 MiB) */
+#define DIR_SIZE_MAX (1u << 20)	/* a directory the origin says is bigger
+				 * (tens of thousands of names) is left to
+				 * the walk's own open */
 
 /* One walk through one directory's subdirectories. */
 struct walk {
@@ -152,7 +161,7 @@ static void scan(const struct nfsc_dirlist *l, void *arg)
 		if (!is_subdir(&l->ents[i]))
 			continue;
 		k++;
-		if (i < w->queued_to)
+		if (i < w->queued_to || l->ents[i].attr.size > DIR_SIZE_MAX)
 			continue;
 		j = calloc(1, sizeof(*j));
 		if (!j)
@@ -204,16 +213,22 @@ static bool still_ahead(const struct walk_job *j)
 static void walk_read(struct gw *gw, const struct walk_job *j)
 {
 	struct gw_inode *ino;
+	uint64_t id;
 
 	if (!still_ahead(j))
 		return;
 	/* The kernel holds it (the parent's listing gave it): a reference
-	 * keeps it while it is read. Not held any more: the walk will look
-	 * it up, not open it from this listing. */
+	 * keeps it while it is read. Or the kernel let it go (its caches
+	 * shrunk under memory pressure: the walk's open will look it up
+	 * again): brought back from the node-id table for the read, under
+	 * the node-id the listing is kept by. */
 	ino = gw_inode_ref_fh(gw, &j->fh);
+	if (!ino && gw->nodes &&
+	    !nodes_find(gw->nodes, j->fh.data, j->fh.len, &id, NULL))
+		ino = gw_inode_resolve(gw, id);
 	if (!ino)
 		return;
-	if (gw_listing_ahead(gw, ino, &j->cr, &j->ver) > 0)
+	if (gw_listing_ahead(gw, ino, &j->cr, &j->ver, BUDGET) > 0)
 		__atomic_add_fetch(&gw->walk_ahead_listings, 1,
 				   __ATOMIC_RELAXED);
 	gw_inode_forget(gw, ino->nodeid, 1);
