@@ -131,7 +131,7 @@ const struct gw_opt_row gw_opt_table[] = {
 	NUM("dir_max_entries", dir_max_entries, 2097152, 1, UINT32_MAX, "N",
 	    "entries in one directory listing; a larger directory fails to "
 	    "open with EFBIG"),
-	NUM("walk_ahead", walk_ahead, 4, 0, 64, "N",
+	NUM("walk_ahead", walk_ahead, 8, 0, 64, "N",
 	    "a walk that opens the subdirectories of a directory in the "
 	    "order of its listing has the next N listed ahead of it (0: "
 	    "off)"),

@@ -70,7 +70,7 @@ int main(void)
 	CHECK_EQ(o.readahead, 8u << 20);
 	CHECK_EQ(o.max_threads, 16);
 	CHECK_EQ(o.dir_max_entries, 2097152);
-	CHECK_EQ(o.walk_ahead, 4);
+	CHECK_EQ(o.walk_ahead, 8);
 	CHECK_EQ(o.reclaim_after, 100000);
 	CHECK_EQ(o.drain_timeout, 30);
 	CHECK_EQ(o.write_window, 64u << 20);

@@ -7,7 +7,8 @@
 # the kinds alternate round by round. Prints per walk: kind, seconds,
 # assign round trips and their mean ms, READDIRPLUS calls, listings used
 # from walk-ahead. KINDS (space-separated "name:options"), ROUNDS, DIRS,
-# FILES, OLD_CACHEGW (a binary for kinds named old*).
+# FILES, OLD_CACHEGW (a binary for kinds named old*), RTT (ms: the origin
+# that far, through cachegw-latproxy).
 set -uo pipefail
 . "$(dirname "$0")/../../tests/lib/test.sh" inspect
 DIRS=${DIRS:-100} FILES=${FILES:-100} ROUNDS=${ROUNDS:-3}
@@ -20,6 +21,8 @@ done
 test_origin "$data"
 store_start store "$STORE_PORT" || { echo "FAIL: the store did not start" >&2; exit 1; }
 url=$ORIGIN_URL
+FAR_NFS_PORT=${CACHEGW_FAR_NFS_PORT:-$((REEXPORT_NFS_PORT + 20))}
+FAR_MNT_PORT=${CACHEGW_FAR_MNT_PORT:-$((REEXPORT_MNT_PORT + 20))}
 [ -z "${RTT:-}" ] || { latproxy_start origin "$RTT" "$FAR_NFS_PORT" "$FAR_MNT_PORT" || exit 1; url=$ORIGIN_FAR_URL; }
 st() { cache_inspect stats --cache-dir "$1" | awk -v n="$2" '$1 == n { print $2; exit }'; }
 bin=$CACHEGW
@@ -30,7 +33,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		store_sql store "DROP TABLE IF EXISTS cachegw_member, cachegw_node, cachegw_export, cachegw_schema CASCADE; DROP SEQUENCE IF EXISTS cachegw_nodeid" >/dev/null
 		c=$(harness_tmpdir cache) m=$(harness_tmpdir mnt)
 		case $k in old*) CACHEGW=${OLD_CACHEGW:?} ;; *) CACHEGW=$bin ;; esac
-		mount_gateway "$url" "$m" "cache_dir=$c,$o" || exit 1
+		mount_gateway "$url" "$m" "cache_dir=$c${o:+,$o}" || exit 1
 		drop_caches
 		t0=$(date +%s.%N)
 		find "$m/tree" -printf '%s %m\n' >/dev/null
