@@ -152,14 +152,25 @@ static void snap_take_locked(struct gw_dirsnap *sn)
 
 /* Lingering snapshots past LINGER_S, and the oldest while over the
  * bounds, or (dead) every lingering one of that directory and caller
- * (another version of it exists): onto the doomed list. */
+ * (another version of it exists): onto the doomed list. Those read ahead
+ * of a walk and not taken yet are bounded apart (walkahead.c: its
+ * budget) and go only by age or dead: a walk in a deep tree has several
+ * levels read ahead at once, which the walk needs later, and dropping
+ * them would make it list them again. */
 static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 {
 	for (;;) {
 		struct gw_dirsnap *sn, *oldest = NULL;
-		bool over = lingering > LINGER_MAX ||
-			    lingering_entries > LINGER_ENTRIES;
+		size_t entries = 0;
+		unsigned n = 0;
+		bool over;
 
+		for (sn = snaps; sn; sn = sn->next)
+			if (sn->idle_since && !sn->ahead) {
+				n++;
+				entries += sn->list.n;
+			}
+		over = n > LINGER_MAX || entries > LINGER_ENTRIES;
 		for (sn = snaps; sn; sn = sn->next) {
 			if (!sn->idle_since)
 				continue;
@@ -169,13 +180,10 @@ static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 				oldest = sn;
 				break;
 			}
-			/* Over the bounds: the oldest goes first, but one
-			 * read ahead of a walk and not taken yet only after
-			 * every other (the walk needs it next); of those of
-			 * one second, the first made (last on the list). */
-			if (over && (!oldest || (oldest->ahead && !sn->ahead) ||
-				     (oldest->ahead == sn->ahead &&
-				      sn->idle_since <= oldest->idle_since)))
+			/* Over the bounds: the oldest goes first; of those
+			 * of one second, the first made (last on the list). */
+			if (over && !sn->ahead &&
+			    (!oldest || sn->idle_since <= oldest->idle_since))
 				oldest = sn;
 		}
 		if (!oldest)

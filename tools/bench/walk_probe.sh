@@ -7,17 +7,35 @@
 # the kinds alternate round by round. Prints per walk: kind, seconds,
 # assign round trips and their mean ms, READDIRPLUS calls, listings used
 # from walk-ahead. KINDS (space-separated "name:options"), ROUNDS, DIRS,
-# FILES, OLD_CACHEGW (a binary for kinds named old*), RTT (ms: the origin
+# FILES, DEPTH (DEPTH levels of DIRS subdirectories, FILES files in each
+# leaf; default one level), OLD_CACHEGW (a binary for kinds named old*), RTT (ms: the origin
 # that far, through cachegw-latproxy).
 set -uo pipefail
 . "$(dirname "$0")/../../tests/lib/test.sh" inspect
 DIRS=${DIRS:-100} FILES=${FILES:-100} ROUNDS=${ROUNDS:-3}
 KINDS=${KINDS:-"alone:walk_ahead=0 alone4:walk_ahead=4 fleet0:F,walk_ahead=0 fleet4:F,walk_ahead=4 fleet8:F,walk_ahead=8"}
 data=$(harness_tmpdir origin-data)
-for ((d = 0; d < DIRS; d++)); do
-	mkdir -p "$data/tree/d$d"
-	(cd "$data/tree/d$d" && seq -f "f%g" 1 "$FILES" | xargs touch)
-done
+if [ -n "${DEPTH:-}" ]; then
+	# DEPTH levels of DIRS subdirectories, FILES files in each leaf.
+	"$PY" - "$data/tree" "$DEPTH" "$DIRS" "$FILES" <<'PY'
+import os, sys
+top, depth, dirs, files = sys.argv[1], *map(int, sys.argv[2:])
+def make(p, level):
+    os.makedirs(p, exist_ok=True)
+    if level == depth:
+        for f in range(files):
+            open(os.path.join(p, "f%d" % f), "w").close()
+        return
+    for d in range(dirs):
+        make(os.path.join(p, "d%d" % d), level + 1)
+make(top, 0)
+PY
+else
+	for ((d = 0; d < DIRS; d++)); do
+		mkdir -p "$data/tree/d$d"
+		(cd "$data/tree/d$d" && seq -f "f%g" 1 "$FILES" | xargs touch)
+	done
+fi
 test_origin "$data"
 store_start store "$STORE_PORT" || { echo "FAIL: the store did not start" >&2; exit 1; }
 url=$ORIGIN_URL
