@@ -42,6 +42,28 @@ url=$ORIGIN_URL
 FAR_NFS_PORT=${CACHEGW_FAR_NFS_PORT:-$((REEXPORT_NFS_PORT + 20))}
 FAR_MNT_PORT=${CACHEGW_FAR_MNT_PORT:-$((REEXPORT_MNT_PORT + 20))}
 [ -z "${RTT:-}" ] || { latproxy_start origin "$RTT" "$FAR_NFS_PORT" "$FAR_MNT_PORT" || exit 1; url=$ORIGIN_FAR_URL; }
+# CPU seconds (user + system) of process $1 and all below it.
+treecpu() {
+	"$PY" - "$1" <<'PY'
+import os, sys
+root, par, t = int(sys.argv[1]), {}, {}
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        try:
+            f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        par[int(d)], t[int(d)] = int(f[1]), int(f[11]) + int(f[12])
+tot = 0
+for p in par:
+    q = p
+    while q in par and q != root and q > 1:
+        q = par[q]
+    if q == root:
+        tot += t[p]
+print(tot)
+PY
+}
 st() { cache_inspect stats --cache-dir "$1" | awk -v n="$2" '$1 == n { print $2; exit }'; }
 bin=$CACHEGW
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -53,16 +75,19 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		case $k in old*) CACHEGW=${OLD_CACHEGW:?} ;; *) CACHEGW=$bin ;; esac
 		mount_gateway "$url" "$m" "cache_dir=$c${o:+,$o}" || exit 1
 		drop_caches
+		p0=$(treecpu "$STORE_STORE_PID") g0=$(treecpu "$GW_PID")
 		t0=$(date +%s.%N)
 		find "$m/tree" -printf '%s %m\n' >/dev/null
 		t1=$(date +%s.%N)
+		p1=$(treecpu "$STORE_STORE_PID") g1=$(treecpu "$GW_PID")
 		a=$(st "$c" fleet_assign_calls_total)
 		am=$(cache_inspect stats --cache-dir "$c" --prometheus | awk '$1 == "cachegw_fleet_call_duration_seconds_sum{call=\"assign\"}" { printf "%d", $2 * 1e6 }')
-		printf '%s round %d %-8s %6.3f s  assign %s (%s us)  readdirplus %s  getattr %s  ahead %s used %s stale %s  load %s\n' \
+		printf '%s round %d %-8s %6.3f s  assign %s (%s us)  readdirplus %s  getattr %s  ahead %s used %s stale %s  load %s  store cpu %s s gw cpu %s s\n' \
 			"$(date -u +%T)" "$r" "$k" "$(echo "$t1 - $t0" | bc)" "${a:-0}" "${am:--}" \
 			"$(st "$c" origin_readdirplus_calls_total)" "$(st "$c" origin_getattr_calls_total)" \
 			"$(st "$c" dir_walk_ahead_listings_total)" "$(st "$c" dir_walk_ahead_used_total)" \
-			"$(st "$c" dir_walk_ahead_stale_total)" "$(cut -d' ' -f1 /proc/loadavg)"
+			"$(st "$c" dir_walk_ahead_stale_total)" "$(cut -d' ' -f1 /proc/loadavg)" \
+			"$(echo "scale=2; ($p1 - $p0) / 100" | bc)" "$(echo "scale=2; ($g1 - $g0) / 100" | bc)"
 		cache_inspect stats --cache-dir "$c" >"$HARNESS_TMP/last-stats"
 		unmount_gateway "$m" || exit 1
 	done
