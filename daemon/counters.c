@@ -199,6 +199,15 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		M("md_kept_listings_total", "counter",
 		  "Directories listed from what was kept before a restart instead of the origin.",
 		  gc->md_kept_listings);
+		M("dir_walk_ahead_listings_total", "counter",
+		  "Directories listed ahead of a walk (walk_ahead=), before the walk opened them.",
+		  gc->walk_ahead_listings);
+		M("dir_walk_ahead_used_total", "counter",
+		  "Opens of a directory answered by its listing read ahead (no READDIRPLUS, no store call of their own).",
+		  gc->walk_ahead_used);
+		M("dir_walk_ahead_stale_total", "counter",
+		  "Listings read ahead that the directory's open found of another version (listed again).",
+		  gc->walk_ahead_stale);
 		M("md_kept_lookups_total", "counter",
 		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
 		  gc->md_kept_lookups);

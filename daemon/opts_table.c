@@ -131,6 +131,10 @@ const struct gw_opt_row gw_opt_table[] = {
 	NUM("dir_max_entries", dir_max_entries, 2097152, 1, UINT32_MAX, "N",
 	    "entries in one directory listing; a larger directory fails to "
 	    "open with EFBIG"),
+	NUM("walk_ahead", walk_ahead, 8, 0, 64, "N",
+	    "a walk that opens the subdirectories of a directory in the "
+	    "order of its listing has the next N listed ahead of it (0: "
+	    "off)"),
 	NUM("reclaim_after", reclaim_after, 100000, 0, UINT64_MAX, "N",
 	    "after N new node-ids (and the table's size at the last pass), "
 	    "drop those of files gone at the origin (0: only on "

@@ -408,6 +408,8 @@ int gw_serve(struct gw_opts *o, const int fds[2], struct nfsc *origin,
 	ret = ret ? EXIT_FAILURE : EXIT_SUCCESS;
 	fuse_loop_cfg_destroy(cfg);
 	gw_drain_loop_ended(&pr);
+	/* No request runs: the walk threads (listing ahead) go too. */
+	gw_walk_stop();
 	/* Asked to hand over: the writers' data committed, the connection
 	 * kept aside for the successor, the handles only freed below. */
 	if (__atomic_load_n(&pr.takeover_fd, __ATOMIC_ACQUIRE) >= 0) {
@@ -437,6 +439,7 @@ out_itable:
 	 * connection threads may still complete calls into inodes: stop
 	 * them before freeing what they use. */
 	gw_metrics_stop(&pr);
+	gw_walk_stop();
 	gw_reclaim_stop(pr.gw);
 	gw_ctl_stop(&pr);
 	gw_reclaim_free(pr.gw);

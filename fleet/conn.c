@@ -213,6 +213,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			return NULL;
 		}
 		if (fleet_connect_locked(f)) {
+			__atomic_store_n(&f->away, true, __ATOMIC_RELAXED);
 			if (f->broken) {
 				*err = -EIO;
 				return NULL;
@@ -233,6 +234,7 @@ PGresult *fleet_call_locked(struct fleet *f, enum fleet_call c,
 			wait_retry_locked(f);
 			continue;
 		}
+		__atomic_store_n(&f->away, false, __ATOMIC_RELAXED);
 		t0 = fleet_now_ns();
 		r = exec_prepared(f, sql, nparams, params);
 		if (r && PQresultStatus(r) == want) {

@@ -70,6 +70,8 @@ struct fleet {
 	struct fleet_group_req *group_head;	/* group_lock; queued */
 	struct fleet_group_req **group_tail;	/* group_lock */
 	bool group_busy;		/* group_lock; a leader is sending */
+	bool away;			/* atomic; the last call found the
+					 * store away (a hint, ids.c) */
 
 	uint64_t losses;		/* atomic */
 	uint64_t names_assigned;	/* atomic */

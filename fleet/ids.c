@@ -145,17 +145,25 @@ static int all_named(struct fleet *f, const uint64_t *ids, size_t n)
  * kernel before it is durable in the store), and the statement is the
  * same INSERT ... ON CONFLICT, so two gateways naming one file at the
  * same moment still agree on its node-id; the same handle asked twice in
- * one group gets one node-id (DISTINCT ON in assign_sql). */
+ * one group gets one node-id (DISTINCT ON in assign_sql).
+ *
+ * Listings join groups too (several read at once: concurrent walks, the
+ * walk threads of walk_ahead=), and do not wait for a store that is away
+ * (-EAGAIN): a group with one of them is sent so, and on -EAGAIN the
+ * waiting members of it are sent again, each waiting. A listing that
+ * finds an assign in flight while the store was away at the last call
+ * does not queue behind it (that one waits for the store). */
 struct fleet_group_req {
 	const struct fleet_name *names;
 	size_t n;
 	uint64_t *ids;
+	bool wait;			/* for a store that is away */
 	int ret;
 	bool done;			/* group_lock; ret and ids are set */
 	struct fleet_group_req *next;	/* group_lock */
 };
 
-#define GROUP_MAX_NAMES 64	/* larger requests (listings) go alone */
+#define GROUP_MAX_NAMES BATCH	/* larger requests go alone */
 
 /* The leader's send: one assign for every request of the group. */
 static void group_send(struct fleet *f, struct fleet_group_req *g)
@@ -164,25 +172,37 @@ static void group_send(struct fleet *f, struct fleet_group_req *g)
 	struct fleet_name *names;
 	uint64_t *ids;
 	size_t n = 0, k;
+	bool wait = true;
 	int ret;
 
 	if (!g->next) {
 		/* Alone: nothing to copy. */
-		ret = assign_rounds(f, g->names, g->n, g->ids, true);
+		ret = assign_rounds(f, g->names, g->n, g->ids, g->wait);
 		g->ret = ret ? ret : all_named(f, g->ids, g->n);
 		return;
 	}
-	for (r = g; r; r = r->next)
+	for (r = g; r; r = r->next) {
 		n += r->n;
+		wait = wait && r->wait;
+	}
 	names = malloc(n * sizeof(*names));
 	ids = calloc(n, sizeof(*ids));
 	ret = names && ids ? 0 : -ENOMEM;
 	if (!ret) {
 		for (r = g, k = 0; r; k += r->n, r = r->next)
 			memcpy(names + k, r->names, r->n * sizeof(*names));
-		ret = assign_rounds(f, names, n, ids, true);
+		ret = assign_rounds(f, names, n, ids, wait);
 	}
 	for (r = g, k = 0; r; k += r->n, r = r->next) {
+		if (ret == -EAGAIN && r->wait) {
+			/* The store is away: this one waits for it. */
+			memset(r->ids, 0, r->n * sizeof(*r->ids));
+			r->ret = assign_rounds(f, r->names, r->n, r->ids,
+					       true);
+			if (!r->ret)
+				r->ret = all_named(f, r->ids, r->n);
+			continue;
+		}
 		if (ret) {
 			r->ret = ret;
 			continue;
@@ -195,12 +215,18 @@ static void group_send(struct fleet *f, struct fleet_group_req *g)
 }
 
 static int assign_grouped(struct fleet *f, const struct fleet_name *names,
-			  size_t n, uint64_t *ids)
+			  size_t n, uint64_t *ids, bool wait)
 {
-	struct fleet_group_req me = { .names = names, .n = n, .ids = ids };
+	struct fleet_group_req me = { .names = names, .n = n, .ids = ids,
+				      .wait = wait };
 	struct fleet_group_req *g, *r, *next;
 
 	pthread_mutex_lock(&f->group_lock);
+	if (!wait && f->group_busy &&
+	    __atomic_load_n(&f->away, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&f->group_lock);
+		return -EAGAIN;
+	}
 	*f->group_tail = &me;
 	f->group_tail = &me.next;
 	while (f->group_busy && !me.done)
@@ -240,8 +266,8 @@ int fleet_assign(struct fleet *f, const struct fleet_name *names, size_t n,
 			return -EINVAL;
 		ids[i] = 0;
 	}
-	if (wait && n <= GROUP_MAX_NAMES)
-		return assign_grouped(f, names, n, ids);
+	if (n <= GROUP_MAX_NAMES)
+		return assign_grouped(f, names, n, ids, wait);
 	ret = assign_rounds(f, names, n, ids, wait);
 	return ret ? ret : all_named(f, ids, n);
 }

@@ -59,6 +59,8 @@ struct gw_opts {
 	uint64_t readahead;		/* bytes, max readahead window */
 	unsigned max_threads;		/* FUSE worker threads */
 	unsigned dir_max_entries;	/* entries of one listing, more: EFBIG */
+	unsigned walk_ahead;		/* subdirectories listed ahead of a
+					 * walk (walkahead.c), 0: none */
 	uint64_t reclaim_after;		/* node-id table entries added before
 					 * a reclaim pass (0: on demand only) */
 	uint64_t write_window;		/* bytes of WRITE in flight */
@@ -148,6 +150,10 @@ void gw_listings_init(void);
 void gw_listings_free(void);
 /* How many listings no open holds are kept, and their entries. */
 void gw_listings_kept(uint64_t *listings, uint64_t *entries);
+/* walkahead.c: the walk threads (walk_ahead=) stopped and joined, what
+ * they had queued dropped; after the session loop, before the origin and
+ * the inodes go (idempotent). */
+void gw_walk_stop(void);
 /* lock_wait.c: blocking lock requests still waiting answered EINTR (a
  * successor is sent them again), the waiters' thread stopped; after the
  * session loop, before the session is destroyed. */
@@ -225,6 +231,9 @@ struct gw_counters {
 	uint64_t md_restored_access;	/* and kept ACCESS answers */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept */
+	uint64_t walk_ahead_listings;	/* listings read ahead of a walk */
+	uint64_t walk_ahead_used;	/* opendirs answered by one of them */
+	uint64_t walk_ahead_stale;	/* of another version by the open */
 	uint64_t getattr_joined;	/* GETATTRs that joined one in flight */
 	uint64_t cto_joined;		/* opens whose close-to-open check was
 					 * the kernel's GETATTR or LOOKUP */

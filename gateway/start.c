@@ -146,6 +146,9 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->md_restored_access = LOAD(md_restored_access);
 	c->md_kept_lookups = LOAD(md_kept_lookups);
 	c->md_kept_listings = LOAD(md_kept_listings);
+	c->walk_ahead_listings = LOAD(walk_ahead_listings);
+	c->walk_ahead_used = LOAD(walk_ahead_used);
+	c->walk_ahead_stale = LOAD(walk_ahead_stale);
 	c->getattr_joined = LOAD(getattr_joined);
 	c->cto_joined = LOAD(cto_joined);
 	c->offline_answers = LOAD(offline_answers);

@@ -165,6 +165,11 @@ struct gw {
 					 * (atomic) */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept
 					 * (atomic) */
+	uint64_t walk_ahead_listings;	/* listings read ahead of a walk
+					 * (walkahead.c; atomic) */
+	uint64_t walk_ahead_used;	/* opendirs answered by one (atomic) */
+	uint64_t walk_ahead_stale;	/* of them found of another version
+					 * by the open (atomic) */
 	uint64_t fill_queue_skipped;	/* fill_behind=skip: fetches not
 					 * queued for the cache (atomic) */
 	uint64_t fill_queue_skipped_bytes;	/* atomic */

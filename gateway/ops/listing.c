@@ -70,6 +70,11 @@ struct gw_dirsnap {
 	struct timespec loaded_at;	/* CLOCK_MONOTONIC; set once loaded */
 	uint64_t idle_since;		/* snap_lock; seconds (monotonic)
 					 * its last open closed; 0: open */
+	bool ahead;			/* snap_lock; read ahead of a walk
+					 * (walkahead.c), no open has taken
+					 * it yet */
+	size_t ahead_n;			/* snap_lock; its entries counted in
+					 * ahead_entries */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -79,6 +84,17 @@ static unsigned lingering;		/* snap_lock: snapshots no open */
 static size_t lingering_entries;	/* holds, and their entries */
 static struct gw_dirsnap *doomed;	/* snap_lock: off the list, to free
 					 * once the lock is dropped */
+static size_t ahead_entries;		/* snap_lock: entries of snapshots
+					 * read ahead that no open took yet */
+
+/* sn is taken by an open, or goes: no more read ahead and not taken. */
+static void ahead_drop_locked(struct gw_dirsnap *sn)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	sn->ahead = false;
+	ahead_entries -= sn->ahead_n;
+	sn->ahead_n = 0;
+}
 
 struct gw_dir {
 	struct gw_handle h;		/* first: fi->fh's id names both */
@@ -136,14 +152,25 @@ static void snap_take_locked(struct gw_dirsnap *sn)
 
 /* Lingering snapshots past LINGER_S, and the oldest while over the
  * bounds, or (dead) every lingering one of that directory and caller
- * (another version of it exists): onto the doomed list. */
+ * (another version of it exists): onto the doomed list. Those read ahead
+ * of a walk and not taken yet are bounded apart (walkahead.c: its
+ * budget) and go only by age or dead: a walk in a deep tree has several
+ * levels read ahead at once, which the walk needs later, and dropping
+ * them would make it list them again. */
 static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 {
 	for (;;) {
 		struct gw_dirsnap *sn, *oldest = NULL;
-		bool over = lingering > LINGER_MAX ||
-			    lingering_entries > LINGER_ENTRIES;
+		size_t entries = 0;
+		unsigned n = 0;
+		bool over;
 
+		for (sn = snaps; sn; sn = sn->next)
+			if (sn->idle_since && !sn->ahead) {
+				n++;
+				entries += sn->list.n;
+			}
+		over = n > LINGER_MAX || entries > LINGER_ENTRIES;
 		for (sn = snaps; sn; sn = sn->next) {
 			if (!sn->idle_since)
 				continue;
@@ -153,8 +180,10 @@ static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 				oldest = sn;
 				break;
 			}
-			if (over && (!oldest ||
-				     sn->idle_since < oldest->idle_since))
+			/* Over the bounds: the oldest goes first; of those
+			 * of one second, the first made (last on the list). */
+			if (over && !sn->ahead &&
+			    (!oldest || sn->idle_since <= oldest->idle_since))
 				oldest = sn;
 		}
 		if (!oldest)
@@ -162,6 +191,7 @@ static void linger_trim_locked(uint64_t now, const struct gw_dirsnap *dead)
 		unlink_locked(oldest);
 		lingering--;
 		lingering_entries -= oldest->list.n;
+		ahead_drop_locked(oldest);
 		oldest->next = doomed;
 		doomed = oldest;
 	}
@@ -184,6 +214,7 @@ static bool snap_unref_locked(struct gw_dirsnap *sn)
 		return false;
 	}
 	unlink_locked(sn);
+	ahead_drop_locked(sn);
 	return true;
 }
 
@@ -254,6 +285,7 @@ void gw_listings_free(void)
 			*pp = sn->next;
 			lingering--;
 			lingering_entries -= sn->list.n;
+			ahead_drop_locked(sn);
 			sn->next = doomed;
 			doomed = sn;
 		} else {
@@ -299,9 +331,30 @@ bool ops_names_searched(const struct nfsc_dirlist *l)
 
 /* A snapshot of ino's directory as of ver, read with cr: a shared one if
  * there is one (or one being read, which is waited for), else a new one. */
+/* An open takes sn: if it was read ahead of a walk, count it, used
+ * (same: of the version the open found) or not. */
+static void ahead_taken_locked(struct gw *gw, struct gw_dirsnap *sn,
+			       bool same)
+{
+	GW_ASSERT_HELD(&snap_lock);
+	if (!sn->ahead)
+		return;
+	ahead_drop_locked(sn);
+	__atomic_add_fetch(same ? &gw->walk_ahead_used :
+			   &gw->walk_ahead_stale, 1, __ATOMIC_RELAXED);
+}
+
+static void ahead_taken(struct gw *gw, struct gw_dirsnap *sn, bool same)
+{
+	pthread_mutex_lock(&snap_lock);
+	ahead_taken_locked(gw, sn, same);
+	pthread_mutex_unlock(&snap_lock);
+}
+
+/* ahead: a walk thread's read (walkahead.c), not an open's. */
 static int snap_get(struct gw *gw, struct gw_inode *ino,
 		    const struct nfsc_cred *cr, const struct nfsc_attr *ver,
-		    struct gw_dirsnap **out)
+		    bool ahead, struct gw_dirsnap **out)
 {
 	struct gw_dirsnap *sn;
 	int ret;
@@ -324,6 +377,8 @@ again:
 			pthread_cond_wait(&snap_cond, &snap_lock);
 		same = gw_attr_same_version(&sn->ver, ver);
 		ret = sn->err;
+		if (!ahead && !ret)
+			ahead_taken_locked(gw, sn, same);
 		if (same && !ret) {
 			pthread_mutex_unlock(&snap_lock);
 			*out = sn;
@@ -351,6 +406,7 @@ again:
 	sn->ver = *ver;
 	sn->refs = 1;
 	sn->loading = true;
+	sn->ahead = ahead;
 	/* What lingers of this directory for cr is of another version. */
 	linger_trim_locked(mono_s(), sn);
 	sn->next = snaps;
@@ -386,6 +442,10 @@ again:
 	pthread_mutex_lock(&snap_lock);
 	sn->loading = false;
 	sn->err = ret;
+	if (sn->ahead && !ret) {
+		sn->ahead_n = sn->list.n;
+		ahead_entries += sn->ahead_n;
+	}
 	pthread_cond_broadcast(&snap_cond);
 	pthread_mutex_unlock(&snap_lock);
 	if (ret) {
@@ -436,6 +496,52 @@ static int snap_kept(struct gw *gw, struct gw_inode *ino,
 	*out = sn;
 	return 0;
 }
+int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		     size_t budget)
+{
+	struct gw_dirsnap *sn;
+	bool have = false;
+	int ret;
+
+	/* Any listing of it for cr (being read, or lingering of whatever
+	 * version): the walk's open will take it or read its own. */
+	pthread_mutex_lock(&snap_lock);
+	for (sn = snaps; sn && !have; sn = sn->next)
+		have = sn->nodeid == ino->nodeid && !sn->err &&
+		       same_cred(&sn->cr, cr);
+	if (ahead_entries >= budget) {
+		pthread_mutex_unlock(&snap_lock);
+		return -ENOSPC;
+	}
+	pthread_mutex_unlock(&snap_lock);
+	if (have)
+		return 0;
+	ret = snap_get(gw, ino, cr, ver, true, &sn);
+	if (ret)
+		return ret;
+	snap_put(sn);	/* lingers for the walk's open */
+	return 1;
+}
+
+int gw_listing_with(uint64_t dir, const struct nfsc_cred *cr,
+		    void (*fn)(const struct nfsc_dirlist *l, void *arg),
+		    void *arg)
+{
+	struct gw_dirsnap *sn, *best = NULL;
+
+	pthread_mutex_lock(&snap_lock);
+	for (sn = snaps; sn; sn = sn->next)
+		if (sn->nodeid == dir && !sn->loading && !sn->err &&
+		    same_cred(&sn->cr, cr) &&
+		    (!best || ts_later(&sn->loaded_at, &best->loaded_at)))
+			best = sn;
+	if (best)
+		fn(&best->list, arg);
+	pthread_mutex_unlock(&snap_lock);
+	return best ? 0 : -ENOENT;
+}
+
 static void dir_free(struct gw *gw, struct gw_handle *h)
 {
 	struct gw_dir *d = (struct gw_dir *)h;
@@ -466,6 +572,8 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 		return;
 	}
 	gw_req_cred(req, &cr);
+	/* A walk's next subdirectories, listed while this one is. */
+	gw_walk_opened(gw, ino, &cr);
 	/* After a restart, with nocto: the listing kept before it, while
 	 * young enough (kept_md.c), without asking the origin for it (an
 	 * ACCESS, if no answer for cr is held). */
@@ -489,7 +597,7 @@ void gw_opendir(fuse_req_t req, fuse_ino_t nodeid,
 	if (ret >= 0) {
 		ret = snap_kept(gw, ino, &cr, &ver, false, &d->snap);
 		if (ret == -ENOENT)
-			ret = snap_get(gw, ino, &cr, &ver, &d->snap);
+			ret = snap_get(gw, ino, &cr, &ver, false, &d->snap);
 	}
 	/* The origin is lost: the listing as last kept (offline.c). */
 	if (ret == -EHOSTDOWN) {
@@ -590,10 +698,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size,
 			ret = gw_get_attr(gw, req, ino, true, &ver);
 		if (ret >= 0 && d->snap &&
 		    gw_attr_same_version(&d->snap->ver, &ver)) {
+			ahead_taken(gw, d->snap, true);
 			d->unsure = false;
 		} else {
+			if (ret >= 0 && d->snap)
+				ahead_taken(gw, d->snap, false);
 			if (ret >= 0)
-				ret = snap_get(gw, ino, &cr, &ver, &sn);
+				ret = snap_get(gw, ino, &cr, &ver, false, &sn);
 			if (ret < 0) {
 				fuse_reply_err(req, -ret);
 				return;

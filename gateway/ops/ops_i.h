@@ -47,6 +47,28 @@ int gw_get_attr(struct gw *gw, fuse_req_t req, struct gw_inode *ino,
 		bool force, struct nfsc_attr *a);
 
 /* ---- listing.c: directories ---- */
+/* A listing of ino's directory for cr, of version ver (as its parent's
+ * listing gave it), read ahead of a walk and left lingering for the
+ * walk's open (which checks its version at its first read): 1 read, 0
+ * one for cr is there already (being read or lingering), -ENOSPC the
+ * listings read ahead and not taken yet hold budget entries or more,
+ * -errno. */
+int gw_listing_ahead(struct gw *gw, struct gw_inode *ino,
+		     const struct nfsc_cred *cr, const struct nfsc_attr *ver,
+		     size_t budget);
+/* fn on the caller's youngest loaded listing of directory dir, under the
+ * listings' lock (fn takes no other lock but walkahead.c's, held before
+ * it); -ENOENT if there is none. */
+int gw_listing_with(uint64_t dir, const struct nfsc_cred *cr,
+		    void (*fn)(const struct nfsc_dirlist *l, void *arg),
+		    void *arg);
+
+/* ---- walkahead.c: the next subdirectories of a walk, listed ahead ---- */
+/* The caller opens directory ino: a walk's next subdirectories go to the
+ * walk threads (walk_ahead=N). */
+void gw_walk_opened(struct gw *gw, struct gw_inode *ino,
+		    const struct nfsc_cred *cr);
+
 void gw_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi);
 void gw_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
 		struct fuse_file_info *fi);

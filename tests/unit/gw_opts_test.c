@@ -70,6 +70,7 @@ int main(void)
 	CHECK_EQ(o.readahead, 8u << 20);
 	CHECK_EQ(o.max_threads, 16);
 	CHECK_EQ(o.dir_max_entries, 2097152);
+	CHECK_EQ(o.walk_ahead, 8);
 	CHECK_EQ(o.reclaim_after, 100000);
 	CHECK_EQ(o.drain_timeout, 30);
 	CHECK_EQ(o.write_window, 64u << 20);
@@ -146,6 +147,7 @@ int main(void)
 	refused("cache_dir=/c,max_threads=5000", "max_threads");
 	refused("cache_dir=/c,drain_timeout=0", "drain_timeout");
 	refused("cache_dir=/c,dir_max_entries=0", "dir_max_entries");
+	refused("cache_dir=/c,walk_ahead=65", "walk_ahead");
 	refused("cache_dir=/c,cache_size=lots", "cache_size");
 	refused("cache_dir=/c,no_such_option=1", "no_such_option");
 	/* A number is a number: no trailing letters, no sign. */
