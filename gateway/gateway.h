@@ -216,6 +216,8 @@ struct gw_counters {
 	uint64_t md_restored_attrs;	/* new inodes given kept attributes */
 	uint64_t md_restored_access;	/* and kept ACCESS answers */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names */
+	uint64_t known_absent;		/* LOOKUPs answered ENOENT from a
+					 * directory's known names */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept */
 	uint64_t getattr_joined;	/* GETATTRs that joined one in flight */
 	uint64_t cto_joined;		/* opens whose close-to-open check was

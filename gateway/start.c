@@ -145,6 +145,7 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->md_restored_attrs = LOAD(md_restored_attrs);
 	c->md_restored_access = LOAD(md_restored_access);
 	c->md_kept_lookups = LOAD(md_kept_lookups);
+	c->known_absent = LOAD(known_absent);
 	c->md_kept_listings = LOAD(md_kept_listings);
 	c->getattr_joined = LOAD(getattr_joined);
 	c->cto_joined = LOAD(cto_joined);
