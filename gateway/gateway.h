@@ -66,6 +66,9 @@ struct gw_opts {
 					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
 	int local_lock;			/* local_lock=: GW_LOCAL_LOCK_* */
+	int lookupcache;		/* lookupcache=: 0 all (names known
+					 * absent answered ENOENT, dirknown.c),
+					 * 1 positive, 2 pos, 3 none: not */
 	bool fill_skip;			/* fill_behind=skip: fills the cache
 					 * disk cannot take now are dropped */
 	char *logfile;

@@ -111,7 +111,7 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	 * made it and every change since came through it): a name not
 	 * among them is not there, for what is left of the directory's
 	 * attribute lifetime. The kernel's LOOKUP before each create. */
-	if (gw_dirknown_absent(gw, parent, name, &cr)) {
+	if (!gw->o->lookupcache && gw_dirknown_absent(gw, parent, name, &cr)) {
 		__atomic_add_fetch(&gw->known_absent, 1, __ATOMIC_RELAXED);
 		return -ENOENT;
 	}
