@@ -34,20 +34,50 @@
 
 #include "inode_i.h"
 
-#define DIRKNOWN_MAX 65536		/* names; more: forgotten */
+#define DIRKNOWN_MAX (1u << 20)		/* names; more: forgotten */
 #define DIRKNOWN_CREDS 4
 
 struct gw_dirknown {
 	struct nfsc_attr post;		/* the directory after the last change */
 	unsigned ncred;
 	struct { uint32_t uid, gid; uint64_t groups; } cred[DIRKNOWN_CREDS];
-	size_t n, cap;
-	uint64_t *keys;			/* hashes of the names, unsorted */
+	size_t n, cap;			/* cap: a power of 2, at least 2n */
+	uint64_t *keys;			/* hashes of the names, open
+					 * addressing (0: a free slot) */
 };
 
 static uint64_t name_key(const char *name)
 {
-	return XXH3_64bits(name, strlen(name));
+	uint64_t k = XXH3_64bits(name, strlen(name));
+
+	return k ? k : 1;
+}
+
+/* The slot of key in keys[cap], or the free one where it would go. */
+static size_t slot_of(const uint64_t *keys, size_t cap, uint64_t key)
+{
+	size_t i = (size_t)key & (cap - 1);
+
+	while (keys[i] && keys[i] != key)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Double k's table; false: no memory. */
+static bool grow(struct gw_dirknown *k)
+{
+	size_t cap = k->cap ? k->cap * 2 : 32, i;
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+
+	if (!keys)
+		return false;
+	for (i = 0; i < k->cap; i++)
+		if (k->keys[i])
+			keys[slot_of(keys, cap, k->keys[i])] = k->keys[i];
+	free(k->keys);
+	k->keys = keys;
+	k->cap = cap;
+	return true;
 }
 
 static uint64_t groups_key(const struct nfsc_cred *cr)
@@ -119,7 +149,9 @@ void gw_dirknown_made(struct gw_inode *dir, const struct nfsc_attr *a,
 void gw_dirknown_added(struct gw_inode *dir, const char *name,
 		       const struct nfsc_post *wcc, const struct nfsc_cred *cr)
 {
+	uint64_t key = name_key(name);
 	struct gw_dirknown *k;
+	size_t i;
 
 	GW_ASSERT_NOT_HELD(&dir->lock);
 	pthread_mutex_lock(&dir->lock);
@@ -143,18 +175,15 @@ void gw_dirknown_added(struct gw_inode *dir, const char *name,
 		forget_locked(dir);
 		goto out;
 	}
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 16;
-		uint64_t *keys = realloc(k->keys, cap * sizeof(*keys));
-
-		if (!keys) {
-			forget_locked(dir);
-			goto out;
-		}
-		k->keys = keys;
-		k->cap = cap;
+	if (2 * (k->n + 1) > k->cap && !grow(k)) {
+		forget_locked(dir);
+		goto out;
 	}
-	k->keys[k->n++] = name_key(name);
+	i = slot_of(k->keys, k->cap, key);
+	if (!k->keys[i]) {
+		k->keys[i] = key;
+		k->n++;
+	}
 	k->post = wcc->attr;
 	note_cred(k, cr);
 out:
@@ -167,7 +196,7 @@ bool gw_dirknown_absent(struct gw *gw, struct gw_inode *dir,
 	uint64_t key = name_key(name), g = groups_key(cr);
 	struct gw_dirknown *k;
 	bool absent = false;
-	size_t i;
+	unsigned i;
 
 	GW_ASSERT_NOT_HELD(&dir->lock);
 	pthread_mutex_lock(&dir->lock);
@@ -187,10 +216,7 @@ bool gw_dirknown_absent(struct gw *gw, struct gw_inode *dir,
 			break;
 	if (i == k->ncred)
 		goto out;
-	for (i = 0; i < k->n; i++)
-		if (k->keys[i] == key)
-			goto out;
-	absent = true;
+	absent = !k->cap || !k->keys[slot_of(k->keys, k->cap, key)];
 out:
 	pthread_mutex_unlock(&dir->lock);
 	return absent;
