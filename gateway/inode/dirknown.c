@@ -22,7 +22,8 @@
  * asked again, as the Linux NFS client's negative dentries (lookupcache=
  * all) are trusted while the directory's attributes are: doc/how-it-works.md.
  * Only a caller who made a name there is answered (its CREATE showed the
- * origin let it search the directory, at a version the chain covers).
+ * origin let it search the directory, at a version the chain covers; the
+ * maker of the directory, if its mode lets it search it).
  *
  * Locks: ino->lock (a leaf here).
  */
@@ -128,12 +129,34 @@ static void note_cred(struct gw_dirknown *k, const struct nfsc_cred *cr)
 	k->ncred++;
 }
 
+/* May cr search a directory it just made, with attributes a, as its mode
+ * says? (Root, squashed or not, as its owner: the origin made it the
+ * owner.) Else the origin would refuse a LOOKUP there (EACCES), which an
+ * answer of ENOENT must not hide. */
+static bool maker_may_search(const struct nfsc_attr *a,
+			     const struct nfsc_cred *cr)
+{
+	uint32_t i;
+
+	if (cr->uid == a->uid || cr->uid == 0)
+		return a->mode & 0100;
+	if (cr->gid == a->gid)
+		return a->mode & 0010;
+	for (i = 0; i < cr->ngroups && i < NFSC_NGROUPS_MAX; i++)
+		if (cr->groups[i] == a->gid)
+			return a->mode & 0010;
+	return a->mode & 0001;
+}
+
 void gw_dirknown_made(struct gw_inode *dir, const struct nfsc_attr *a,
 		      const struct nfsc_cred *cr)
 {
-	struct gw_dirknown *k = calloc(1, sizeof(*k));
+	struct gw_dirknown *k;
 
-	if (!k || a->type != NFSC_DIR) {
+	if (a->type != NFSC_DIR || !maker_may_search(a, cr))
+		return;
+	k = calloc(1, sizeof(*k));
+	if (!k) {
 		free(k);
 		return;
 	}

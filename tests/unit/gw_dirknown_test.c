@@ -15,7 +15,8 @@
 
 static struct nfsc_attr version(uint64_t size, long ns)
 {
-	struct nfsc_attr a = { .type = NFSC_DIR, .mode = 0755, .size = size };
+	struct nfsc_attr a = { .type = NFSC_DIR, .mode = 0755, .uid = 7,
+			       .size = size };
 
 	clock_gettime(CLOCK_REALTIME, &a.mtime);
 	a.mtime.tv_nsec = ns;
@@ -58,6 +59,13 @@ int main(void)
 
 	/* Not made here: nothing known. */
 	CHECK(!gw_dirknown_absent(&gw, &dir, "a", &me));
+	/* Made with a mode its maker may not search (the origin would say
+	 * EACCES): nothing known. */
+	vx = v0;
+	vx.uid = 7;
+	vx.mode = 0644;
+	gw_dirknown_made(&dir, &vx, &me);
+	CHECK(dir.known == NULL);
 	/* Made: empty, for its maker only. */
 	gw_dirknown_made(&dir, &v0, &me);
 	CHECK(gw_dirknown_absent(&gw, &dir, "a", &me));
