@@ -211,6 +211,9 @@ static size_t collect(struct gw_proc *pr, const struct gw_counters *gc,
 		M("md_kept_lookups_total", "counter",
 		  "LOOKUPs answered from names kept (young enough) instead of the origin.",
 		  gc->md_kept_lookups);
+		M("lookups_known_absent_total", "counter",
+		  "LOOKUPs answered ENOENT without the origin: a directory the gateway made, every change since its own (doc/how-it-works.md).",
+		  gc->known_absent);
 		M("md_restored_access_total", "counter",
 		  "ACCESS answers kept (before a restart, or by an inode the kernel forgot) that new inodes started with.",
 		  gc->md_restored_access);

@@ -68,6 +68,9 @@ struct gw_opts {
 					 * (0: the global dirty limits) */
 	bool cache_writes_around;	/* drop written blocks, not update */
 	int local_lock;			/* local_lock=: GW_LOCAL_LOCK_* */
+	int lookupcache;		/* lookupcache=: 0 all (names known
+					 * absent answered ENOENT, dirknown.c),
+					 * 1 positive, 2 pos, 3 none: not */
 	bool fill_skip;			/* fill_behind=skip: fills the cache
 					 * disk cannot take now are dropped */
 	char *logfile;
@@ -230,6 +233,8 @@ struct gw_counters {
 	uint64_t md_restored_attrs;	/* new inodes given kept attributes */
 	uint64_t md_restored_access;	/* and kept ACCESS answers */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names */
+	uint64_t known_absent;		/* LOOKUPs answered ENOENT from a
+					 * directory's known names */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept */
 	uint64_t walk_ahead_listings;	/* listings read ahead of a walk */
 	uint64_t walk_ahead_used;	/* opendirs answered by one of them */

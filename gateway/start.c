@@ -145,6 +145,7 @@ void gw_counters(struct gw *gw, struct gw_counters *c)
 	c->md_restored_attrs = LOAD(md_restored_attrs);
 	c->md_restored_access = LOAD(md_restored_access);
 	c->md_kept_lookups = LOAD(md_kept_lookups);
+	c->known_absent = LOAD(known_absent);
 	c->md_kept_listings = LOAD(md_kept_listings);
 	c->walk_ahead_listings = LOAD(walk_ahead_listings);
 	c->walk_ahead_used = LOAD(walk_ahead_used);

@@ -161,6 +161,8 @@ struct gw {
 	uint64_t md_restored_attrs;	/* new inodes given kept attributes
 					 * (atomic) */
 	uint64_t md_restored_access;	/* and kept ACCESS answers (atomic) */
+	uint64_t known_absent;		/* LOOKUPs answered ENOENT from a
+					 * directory known whole (dirknown.c) */
 	uint64_t md_kept_lookups;	/* LOOKUPs answered from kept names
 					 * (atomic) */
 	uint64_t md_kept_listings;	/* opendirs listed from what was kept
@@ -282,6 +284,7 @@ struct gw_access {
 };
 
 struct gw_extent;
+struct gw_dirknown;
 
 struct gw_inode {
 	uint64_t nodeid;		/* FUSE node-id, never reused; const */
@@ -382,6 +385,8 @@ struct gw_inode {
 					 * open drops them */
 	struct gw_access access[GW_ACCESS_SLOTS];
 	unsigned access_next;
+	struct gw_dirknown *known;	/* a directory: every name in it,
+					 * known (dirknown.c), or NULL */
 	struct gw_silly *silly;		/* hidden name it was unlinked to
 					 * while open (silly.c), lock */
 	bool md_changed;		/* an own change was marked in md.log

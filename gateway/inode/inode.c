@@ -132,6 +132,7 @@ static void inode_free(struct gw *gw, struct gw_inode *ino)
 	if (ino->obj)
 		cache_obj_put(ino->obj);
 	free(ino->name);
+	gw_dirknown_free(ino->known);
 	pthread_cond_destroy(&ino->fetch_cond);
 	pthread_mutex_destroy(&ino->coh_lock);
 	pthread_mutex_destroy(&ino->lock);

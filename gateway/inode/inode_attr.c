@@ -79,6 +79,8 @@ void gw_inode_invalidate_attr(struct gw *gw, struct gw_inode *ino)
 	pthread_mutex_lock(&ino->lock);
 	ino->attr_valid = false;
 	ino->attr_dropped = true;
+	gw_dirknown_free(ino->known);	/* changed: not known how */
+	ino->known = NULL;
 	pthread_mutex_unlock(&ino->lock);
 	gw_md_note_changed(gw, ino);
 }

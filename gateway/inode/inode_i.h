@@ -96,6 +96,23 @@ int gw_inode_cached_attr(struct gw *gw, struct gw_inode *ino,
  * none): an answer from what is held tells the kernel no more. */
 double gw_inode_ttl_left(struct gw *gw, struct gw_inode *ino);
 
+/* ---- dirknown.c: directories whose every name is known ---- */
+/* dir was just made by cr through the gateway (MKDIR), with attributes a
+ * from the reply: it is empty, every name in it known. */
+void gw_dirknown_made(struct gw_inode *dir, const struct nfsc_attr *a,
+		      const struct nfsc_cred *cr);
+/* cr made name in dir; wcc: the directory's, from the reply (has_attr:
+ * they become dir's attributes, as gw_inode_set_attr_if_newer). Kept
+ * known if its pre-op attributes are the last change's post-op ones. */
+void gw_dirknown_added(struct gw_inode *dir, const char *name,
+		       const struct nfsc_post *wcc, const struct nfsc_cred *cr);
+void gw_dirknown_forget(struct gw_inode *dir);
+/* Is name known not to be in dir now, for cr (an ENOENT without the
+ * origin)? */
+bool gw_dirknown_absent(struct gw *gw, struct gw_inode *dir,
+			const char *name, const struct nfsc_cred *cr);
+void gw_dirknown_free(struct gw_dirknown *k);
+
 /* Fill a fuse_entry_param for ino with attributes a: its node-id and
  * generation (handlekey.c), the attributes and their timeouts. */
 void gw_make_entry(struct gw *gw, struct gw_inode *ino,

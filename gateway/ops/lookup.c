@@ -107,6 +107,14 @@ static int do_lookup(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	if (ret != -ENOENT)
 		return ret;
 	gw_req_cred(req, &cr);
+	/* A directory whose every name the gateway knows (dirknown.c: it
+	 * made it and every change since came through it): a name not
+	 * among them is not there, for what is left of the directory's
+	 * attribute lifetime. The kernel's LOOKUP before each create. */
+	if (!gw->o->lookupcache && gw_dirknown_absent(gw, parent, name, &cr)) {
+		__atomic_add_fetch(&gw->known_absent, 1, __ATOMIC_RELAXED);
+		return -ENOENT;
+	}
 	ret = nfsc_lookup(gw->nfs, &cr, &parent->fh, name, &fh, &a, &has_attr);
 	if (ret == -EHOSTDOWN)
 		return lookup_offline(gw, req, parent, name, e);

@@ -39,7 +39,7 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 	 * file made (an untar). As after any change, what md.log keeps of
 	 * the directory is older. */
 	if (c->dir.has_attr) {
-		gw_inode_set_attr_if_newer(parent, &c->dir.attr);
+		gw_dirknown_added(parent, name, &c->dir, cr);
 		gw_md_note_changed(gw, parent);
 	} else {
 		gw_inode_invalidate_attr(gw, parent);
@@ -58,6 +58,10 @@ void gw_reply_created(struct gw *gw, fuse_req_t req, struct gw_inode *parent,
 		fuse_reply_err(req, errno);
 		return;
 	}
+	/* A directory this gateway just made, as the MKDIR's reply shows
+	 * it: empty, every name in it known (dirknown.c). */
+	if (c->attr.type == NFSC_DIR && c->has_attr && c->dir.has_attr)
+		gw_dirknown_made(ino, &c->attr, cr);
 	gw_inode_note_name(ino, parent->nodeid, name, &c->attr);
 	gw_md_note_dent(gw, parent, name, ino->nodeid);
 	gw_make_entry(gw, ino, &c->attr, &e);
@@ -196,10 +200,14 @@ static void made_reply(struct gw *gw, fuse_req_t req, unsigned slot,
 		       const struct nfsc_cred *cr, struct nfsc_created *c,
 		       struct fuse_file_info *fi, bool existed, int ret)
 {
-	if (ret)
+	if (ret) {
+		/* Refused (EEXIST: someone made the name): what the
+		 * gateway knew of p's names may be wrong. */
+		gw_dirknown_forget(p);
 		fuse_reply_err(req, -ret);
-	else
+	} else {
 		gw_reply_created(gw, req, p, name, cr, c, fi, existed);
+	}
 	gw_intent_end(slot);
 }
 

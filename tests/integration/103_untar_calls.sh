@@ -1,5 +1,5 @@
 #!/bin/bash
-# Writing a tree: an untar (GNU tar as root, 160 files averaging ~9 KB and 4 of 200 KB, in 16 directories, varied modes, owners and mtimes) through the gateway, written through and with `writeback`, gives the origin and the mount the same names, types, sizes, modes, owners, mtimes and bytes as the same untar on a local directory; creating a file costs no GETATTR of its directory (the CREATE's wcc gives its attributes), and with `writeback` a small file flushed whole goes FILE_SYNC, so its close makes no COMMIT (COMMITs only for the files over 64 KiB); the origin calls by procedure are printed.
+# Writing a tree: an untar (GNU tar as root, 160 files averaging ~9 KB and 4 of 200 KB, in 16 directories, varied modes, owners and mtimes) through the gateway, written through and with `writeback`, gives the origin and the mount the same names, types, sizes, modes, owners, mtimes and bytes as the same untar on a local directory; creating a file costs no GETATTR of its directory (the CREATE's wcc gives its attributes) and no LOOKUP in a directory the gateway made (names known absent), and with `writeback` a small file flushed whole goes FILE_SYNC, so its close makes no COMMIT (COMMITs only for the files over 64 KiB); the origin calls by procedure are printed.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
 test_require_cmd tar
@@ -96,6 +96,10 @@ for mode in through writeback; do
 	[ "$(calls $mode getattr)" -le "$NDIRS" ] ||
 		bad "$mode: $(calls $mode getattr) GETATTRs for $NFILES files in $NDIRS directories, want <= $NDIRS"
 	[ "$(calls $mode create)" = "$NFILES" ] || bad "$mode: $(calls $mode create) CREATEs, want $NFILES"
+	# The kernel's LOOKUP before each create, in a directory the
+	# gateway made: answered without the origin (names known absent).
+	[ "$(calls $mode lookup)" -le "$NDIRS" ] ||
+		bad "$mode: $(calls $mode lookup) LOOKUPs for $NFILES files in $NDIRS directories, want <= $NDIRS"
 done
 # Each small file flushed as one FILE_SYNC WRITE: COMMITs only for the big ones.
 [ "$(calls writeback commit)" -le "$NBIG" ] ||
