@@ -101,12 +101,13 @@ const struct gw_opt_row gw_opt_table[] = {
 	    "seconds a directory's attributes are cached, at most"),
 	FLAG("nocto", nocto, 0, "cto",
 	     "no attribute check on open, or one"),
-	CHOICE("lookupcache", lookupcache, 0, "all|positive|pos|none",
-	       "as nfs(5): all (the default) answers a LOOKUP of a name not "
-	       "in a directory whose every name the gateway knows (it made "
-	       "it, every change since its own) without the origin, while "
-	       "the directory's attributes are cached; positive, pos or none "
-	       "always asks"),
+	CHOICE("lookupcache", lookupcache, 1, "all|positive|pos|none",
+	       "all answers a LOOKUP of a name not in a directory whose "
+	       "every name the gateway knows (it made it, every change since "
+	       "its own) without the origin, while the directory's "
+	       "attributes are cached (a name another client made there "
+	       "meanwhile is missing until then, also if never looked up); "
+	       "positive (the default), pos or none always ask"),
 	CHOICE("local_lock", local_lock, 0, "none|all|flock|posix",
 	       "locks kept in this host's kernel (as nfs(5)): none (fcntl and "
 	       "flock locks taken at the origin), all, flock or posix"),
