@@ -35,6 +35,13 @@
  * lock it expects with GW_ASSERT_HELD (common/lockcheck.h); a function
  * that takes ino->lock or ino->coh_lock itself asserts the caller does not
  * hold it (GW_ASSERT_NOT_HELD), which would deadlock.
+ *   0. The lock room's reclaim_rw (lock/lock_reclaim.c), a rwlock that
+ *      prefers its writer: the read side held across one LOCK or UNLOCK
+ *      at the origin (a lock or unlock call, the release's unlock), the
+ *      write side across a whole reclaim pass; taken with no other
+ *      gateway lock held, and nothing that waits for another request
+ *      (a RELEASE in progress) is waited for under it. Under it: the
+ *      lock room's leaves (line 3).
  *   1. gw->it.lock (the inode table). Held across nodes_* calls
  *      (the node-id table's own lock) and nodes_md_get (a new inode's
  *      kept metadata, kept_md.c), never while taking an ino->lock.
@@ -53,11 +60,13 @@
  *      across its file's write, never across an origin call), the
  *      open-handle list's lock (handles.c), the user database's groups
  *      (groups.c; never held across NSS), the lock owners' table and the
- *      lock waiters' list (lock/: never held across an origin call nor
+ *      lock waiters' list, the NSM state's nsm_lock and the reclaim
+ *      thread's rlock (lock/: never held across an origin call nor
  *      fuse_req_interrupt_func), the directory snapshots' snap_lock
  *      (ops/listing.c; its waiters wait on snap_cond for a loader that
  *      holds no gateway lock): leaves, nothing is taken while holding
- *      them.
+ *      them, but for walk_lock (ops/walkahead.c), which is held across
+ *      gw_listing_with and so is taken before snap_lock, never after.
  *   nfsclient/ runs every callback with none of its locks held, and cache/
  *   calls a fill's release (gw_buf_release_cb) with none of its own held,
  *   so neither layer's locks ever nest outside a gateway lock.

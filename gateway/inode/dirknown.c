@@ -40,6 +40,11 @@
 
 struct gw_dirknown {
 	struct nfsc_attr post;		/* the directory after the last change */
+	struct timespec since;		/* when the MKDIR was answered: the
+					 * knowledge lasts one attribute
+					 * lifetime from then, however many
+					 * changes of ours follow (each
+					 * refreshes dir->attr_at) */
 	unsigned ncred;
 	struct { uint32_t uid, gid; uint64_t groups; } cred[DIRKNOWN_CREDS];
 	size_t n, cap;			/* cap: a power of 2, at least 2n */
@@ -161,6 +166,7 @@ void gw_dirknown_made(struct gw_inode *dir, const struct nfsc_attr *a,
 		return;
 	}
 	k->post = *a;
+	clock_gettime(CLOCK_MONOTONIC, &k->since);
 	note_cred(k, cr);
 	GW_ASSERT_NOT_HELD(&dir->lock);
 	pthread_mutex_lock(&dir->lock);
@@ -229,7 +235,8 @@ bool gw_dirknown_absent(struct gw *gw, struct gw_inode *dir,
 	/* The directory's attributes as the gateway holds them must be
 	 * the last change's and within their lifetime. */
 	if (!dir->attr_valid || !gw_attr_same_version(&dir->attr, &k->post) ||
-	    gw_elapsed_since(&dir->attr_at) >= gw_attr_ttl(gw, &dir->attr)) {
+	    gw_elapsed_since(&dir->attr_at) >= gw_attr_ttl(gw, &dir->attr) ||
+	    gw_elapsed_since(&k->since) >= gw_attr_ttl(gw, &dir->attr)) {
 		forget_locked(dir);
 		goto out;
 	}

@@ -52,7 +52,7 @@ int gw_lock_nsm_init(struct gw *gw)
 	struct gw_locks *l = gw->locks;
 	char path[4096], line[64] = "";
 	int state = 0, held = 1, fd, ret;
-	bool known = false, notify;
+	bool known = false, damaged = false, notify;
 	ssize_t n;
 
 	/* No lock goes to the origin: nothing to tell it. */
@@ -70,9 +70,11 @@ int gw_lock_nsm_init(struct gw *gw)
 		line[n] = 0;
 		known = sscanf(line, NSM_MAGIC " %d %d", &state, &held) == 2 &&
 			state > 0 && (held == 0 || held == 1);
-		if (!known)
+		if (!known) {
 			gw_log("locks: %s is damaged: taken as if an earlier "
 			       "instance held locks", path);
+			damaged = true;
+		}
 	}
 	l->nsm_fd = fd;
 	if (gw->successor && known) {
@@ -93,11 +95,18 @@ int gw_lock_nsm_init(struct gw *gw)
 	l->nsm_state = state;
 	/* A successor (an upgrade, a crash under supervise) holds its
 	 * predecessor's locks: never told to drop them, also with no file
-	 * (a predecessor from before lock-nsm-state). */
-	notify = !gw->successor && (!known || held);
+	 * (a predecessor from before lock-nsm-state). No file at a cold
+	 * start: a new cache_dir (no earlier instance of this name held
+	 * anything) or one of a gateway from before lock-nsm-state; not
+	 * told either, since the origin drops the locks of every NLM client
+	 * of this host's address (other gateways', the host's own NFS
+	 * client's), not only ours. */
+	notify = !gw->successor && ((known && held) || damaged);
 	/* HELD stays 1 until the first owner is let go: if the origin could
-	 * not be told, the next cold start tells it again. */
-	ret = nsm_write(l, notify);
+	 * not be told, the next cold start tells it again; a successor that
+	 * took owners over holds locks already. */
+	ret = nsm_write(l, notify ||
+			__atomic_load_n(&l->owners, __ATOMIC_RELAXED) > 0);
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (ret)
@@ -106,7 +115,7 @@ int gw_lock_nsm_init(struct gw *gw)
 	if (notify)
 		gw_log("locks: started cold%s: the origin is told that lock "
 		       "client state %d replaces the earlier one",
-		       known ? " after an instance that held locks" : "",
+		       damaged ? " (lock-nsm-state damaged)" : " after an instance that held locks",
 		       state);
 	return 0;
 }

@@ -16,7 +16,8 @@
  * through the open file it locked with fail with EIO, as the Linux NFS
  * client (NFSv4) does for a lock it could not recover; logged, counted
  * (locks_lost_total). An owner taken over from a predecessor has no
- * ranges known, so it is lost the same way.
+ * ranges known: the origin is asked whether it still holds a lock of
+ * that owner (probe_held); if not, the owner is lost the same way.
  *
  * A pass holds reclaim_rw for writing: lock and unlock calls (readers)
  * wait for it, so no range is asked for again after its owner let it go.
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inode_i.h"
 #include "lock_i.h"
@@ -58,15 +60,45 @@ static void mark_lost(struct gw *gw, uint64_t nodeid, uint64_t owner)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* Does the origin still hold a lock of w's owner (w->lk.svid) on its
+ * file? A new connection is not a restart: an origin drops an idle one
+ * (knfsd after some minutes), and keeps the locks. Asked as nobody's
+ * owner (svid 0) for a write lock of the whole file: free means the
+ * owner's locks are gone (false); a holder with the owner's svid means
+ * they are there. Anything else (another client's lock in the way, an
+ * error) cannot tell, and the owner is kept (true): a lock wrongly kept
+ * is what the gateway did before it reclaimed; an EIO for a lock still
+ * held would break its holder for nothing. In the origin's grace period
+ * (after a restart) asked again each second, 2 minutes at most. */
+static bool probe_held(struct gw *gw, const struct want *w)
+{
+	struct nfsc_lock probe = { .off = 0, .len = 0, .exclusive = true },
+			 holder;
+	int ret, i;
+
+	snprintf(probe.oh, sizeof(probe.oh), "cachegw-probe");
+	for (i = 0; i < 120; i++) {
+		memset(&holder, 0, sizeof(holder));
+		ret = nfsc_lock_test(gw->nfs, &w->cred, &w->fh, &probe,
+				     &holder);
+		if (ret != -EINPROGRESS)
+			break;
+		sleep(1);
+	}
+	if (ret == 0)
+		return false;
+	return true;
+}
+
 /* Ask for every range held again; the origin answered the lock
  * manager's connection anew (epoch). */
 static void pass(struct gw *gw)
 {
 	struct gw_locks *l = gw->locks;
-	struct want *head = NULL, *w;
+	struct want *head = NULL, *probes = NULL, *w;
 	struct gw_lock_owner *o;
 	struct gw_lock_range *r;
-	unsigned done = 0, lost = 0, unknown = 0;
+	unsigned done = 0, graced = 0, lost = 0, unknown = 0, kept = 0;
 	size_t i;
 
 	pthread_rwlock_wrlock(&l->reclaim_rw);
@@ -76,18 +108,20 @@ static void pass(struct gw *gw)
 			if (!o->granted || o->lost)
 				continue;
 			if (o->ranges_unknown) {
-				o->lost = true;
-				__atomic_add_fetch(&l->lost_owners, 1,
-						   __ATOMIC_RELAXED);
-				__atomic_add_fetch(&l->lost, 1,
-						   __ATOMIC_RELAXED);
-				unknown++;
-				gw_log("locks: the locks of an owner on file "
-				       "%llu are not known here (taken over "
-				       "from a predecessor): not reclaimed; "
-				       "its next operation on the file fails "
-				       "with EIO",
-				       (unsigned long long)o->nodeid);
+				/* Taken over from a predecessor: its ranges
+				 * are not known here, so they cannot be
+				 * asked for again; whether the origin still
+				 * holds them is asked below (probe_held). */
+				w = calloc(1, sizeof(*w));
+				if (!w)
+					break;
+				w->nodeid = o->nodeid;
+				w->owner = o->owner;
+				w->fh = o->fh;
+				w->cred = o->cred;
+				w->lk.svid = o->svid;
+				w->next = probes;
+				probes = w;
 				continue;
 			}
 			for (r = o->ranges; r; r = r->next) {
@@ -117,6 +151,8 @@ static void pass(struct gw *gw)
 		head = w->next;
 		w->lk.reclaim = true;
 		ret = nfsc_lock(gw->nfs, &w->cred, &w->fh, &w->lk);
+		if (ret == 0)
+			graced++;
 		if (ret == -EINPROGRESS) {
 			/* Not in a grace period: ours still, or free. */
 			w->lk.reclaim = false;
@@ -142,11 +178,31 @@ static void pass(struct gw *gw)
 		}
 		free(w);
 	}
+	while ((w = probes)) {
+		probes = w->next;
+		if (probe_held(gw, w)) {
+			kept++;
+		} else {
+			unknown++;
+			__atomic_add_fetch(&l->lost, 1, __ATOMIC_RELAXED);
+			gw_log("locks: the locks of an owner on file %llu "
+			       "(taken over from a predecessor: its ranges "
+			       "not known here) are gone at the origin and "
+			       "cannot be asked for again: lost; its next "
+			       "operation on the file fails with EIO",
+			       (unsigned long long)w->nodeid);
+			mark_lost(gw, w->nodeid, w->owner);
+		}
+		free(w);
+	}
 	pthread_rwlock_unlock(&l->reclaim_rw);
-	if (done || lost || unknown)
+	if (done || lost || unknown || kept)
 		gw_log("locks: the origin's lock manager came back: %u locks "
-		       "taken again, %u lost%s", done, lost + unknown,
-		       unknown ? " (some owners taken over: not known)" : "");
+		       "taken again (%u reclaimed in its grace period), %u "
+		       "lost%s; %u owners taken over still hold theirs",
+		       done, graced, lost + unknown,
+		       unknown ? " (some owners taken over: gone there)" : "",
+		       kept);
 }
 
 static void *reclaim_thread(void *arg)

@@ -177,7 +177,13 @@ void gw_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = 0;
 	if (ret && silly)
 		gw_silly_undo(gw, np, newname, v);
-	if (!ret) {
+	if (ret) {
+		/* It may have been done all the same (a call sent again
+		 * after a reconnect answers ENOENT, a timeout says
+		 * nothing): neither directory's names are known whole. */
+		gw_dirknown_forget(p);
+		gw_dirknown_forget(np);
+	} else {
 		gw_inode_invalidate_attr(gw, p);
 		gw_inode_invalidate_attr(gw, np);
 		gw_md_unname(gw, p, name);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test, the users' case for locks: knfsd as the origin (its own network namespace, with lockd and rpc.statd) and a kernel NFSv3 client mounting it directly (with locks); a gateway A on it and a second gateway B. fcntl and flock locks taken through A conflict with the direct client's both ways (the kernel client takes flock as a whole-file NLM lock), F_GETLK through A reports the direct client's range, a holder killed frees its lock at the origin; a lock of a local process of the origin host (knfsd maps NLM onto its own locks) holds against A. knfsd re-exports A: an NFSv4.2 client's fcntl and flock locks conflict with the direct client and with a process on B, and its holder's death frees them; on Linux >= 6.9 (A supervised) such a lock holds at the origin across an upgrade in place of A and a SIGKILL of A's serving process, and is freed after them; an NFSv3 client of the re-export (lockd) is answered what FUSE lets knfsd's lockd have: ENOLCK (doc/locks.md says why); with local_lock=posix a v3 client's lock is taken, holds against processes on that gateway's mount and is not seen at the origin.
+# Guest test, the users' case for locks: knfsd as the origin (its own network namespace, with lockd and rpc.statd) and a kernel NFSv3 client mounting it directly (with locks); a gateway A on it and a second gateway B. fcntl and flock locks taken through A conflict with the direct client's both ways (the kernel client takes flock as a whole-file NLM lock), F_GETLK through A reports the direct client's range, a holder killed frees its lock at the origin; a lock of a local process of the origin host (knfsd maps NLM onto its own locks) holds against A; the origin's knfsd restarted (lockd forgets every lock, then a grace period) while a process holds a lock through A: A reclaims it in the grace period (locks_reclaimed_total, the log says so, none lost) and the direct client is refused it. knfsd re-exports A: an NFSv4.2 client's fcntl and flock locks conflict with the direct client and with a process on B, and its holder's death frees them; on Linux >= 6.9 (A supervised) such a lock holds at the origin across an upgrade in place of A and a SIGKILL of A's serving process, and is freed after them; an NFSv3 client of the re-export (lockd) is answered what FUSE lets knfsd's lockd have: ENOLCK (doc/locks.md says why); with local_lock=posix a v3 client's lock is taken, holds against processes on that gateway's mount and is not seen at the origin.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 vm_test_start
@@ -31,6 +31,7 @@ TAKEOVER=
 python3 -c 'import os,sys; v=tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2]); sys.exit(0 if v >= (6, 9) else 1)' && TAKEOVER=1
 optsA="cache_dir=$cdirA,allow_other${TAKEOVER:+,supervise}"
 mount_gateway "$KNFSD_ORIGIN_URL" "$mntA" "$optsA" || exit 1
+logA=$GW_LOG
 mount_gateway "$KNFSD_ORIGIN_URL" "$mntB" "cache_dir=$(harness_tmpdir cacheB),allow_other" || exit 1
 direct=$(harness_tmpdir direct)
 nfs_mount "$KNFSD_ORIGIN_ADDR:$data" "$direct" "vers=3,mountport=$KNFSD_ORIGIN_MNT_PORT,actimeo=0" || exit 1
@@ -105,6 +106,25 @@ hold o1 "$data/k" posix w 0 0 || exit 1
 expect "A: k while a process at the origin holds it" EAGAIN "$(try "$mntA/k" posix w 0 1)"
 release "$held"
 expect "A: k after it let go" ok "$(until_try ok "$mntA/k" posix w 0 1)"
+
+step "the origin's knfsd restarted while a process holds a lock through A"
+# lockd forgets every lock when nfsd stops, and starts a grace period
+# (nlm_grace_period=3) when it starts again: A reclaims its lock then.
+hold r1 "$mntA/k" posix w 0 10 || exit 1
+hr=$held
+r0=$(gw_metric "$cdirA" locks_reclaimed_total)
+l0=$(gw_metric "$cdirA" locks_lost_total)
+knfsd_origin_exec timeout 60 rpc.nfsd 0 || bad "rpc.nfsd 0 at the origin"
+knfsd_origin_exec timeout 60 rpc.nfsd -N 4 "$KNFSD_ORIGIN_THREADS" || bad "rpc.nfsd at the origin"
+gw_wait_metric "$cdirA" locks_reclaimed_total $((${r0:-0} + 1)) 60 ||
+	bad "A reclaimed no lock after the origin's restart (locks_reclaimed_total ${r0:-0} -> $(gw_metric "$cdirA" locks_reclaimed_total))"
+info "A's log: $(grep -a "lock manager came back" "$logA" | tail -n 1)"
+grep -aq "lock manager came back: [0-9]* locks taken again ([1-9][0-9]* reclaimed in its grace period)" "$logA" ||
+	bad "A's lock was not reclaimed in the origin's grace period: $(grep -a "lock manager came back" "$logA" | tail -n 1)"
+expect "direct: k after the origin's restart (A's lock reclaimed)" EAGAIN "$(try "$direct/k" posix w 5 1)"
+[ "$(gw_metric "$cdirA" locks_lost_total)" = "${l0:-0}" ] || bad "A lost locks in the origin's restart: locks_lost_total ${l0:-0} -> $(gw_metric "$cdirA" locks_lost_total)"
+release "$hr"
+expect "direct: k after A's holder was killed" ok "$(until_try ok "$direct/k" posix w 0 10)"
 
 step "knfsd re-exports gateway A: NFSv4.2 and NFSv3 clients"
 knfsd_reexport "$mntA" 7502 || exit 1
