@@ -59,7 +59,7 @@ int gw_lock_nsm_init(struct gw *gw)
 	if (gw->o->local_lock == GW_LOCAL_LOCK_ALL || !gw->o->cache_dir)
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s", gw->o->cache_dir, NSM_FILE);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		gw_log("locks: cannot open %s: %s", path, strerror(-ret));
