@@ -13,6 +13,8 @@
  * reclaim_pass.c: one pass: which entries are of files gone.
  * fleet_ids.c: node-ids from the fleet store (fleet=): names sent to it,
  *              node-ids another gateway minted brought in.
+ * dirknown.c:  directories whose every name is known (lookupcache=all):
+ *              names known absent answered without the origin.
  */
 #ifndef CACHEGW_INODE_I_H
 #define CACHEGW_INODE_I_H

@@ -9,6 +9,8 @@
  * ops_remove.c: unlink, rmdir, rename.
  * ops_setattr.c: setattr, access, the truncate of an open(O_TRUNC).
  * listing.c: directories (snapshots, readdir(plus)).
+ * walkahead.c: the next subdirectories of a walk, listed ahead
+ *            (walk_ahead=).
  * open.c:    files: open, release, flush, fsync, fallocate.
  * Locks (getlk, setlk, flock) are lock/'s (lock_i.h), in the table here.
  */
