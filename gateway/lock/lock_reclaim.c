@@ -42,6 +42,25 @@ struct want {
 	struct nfsc_lock lk;
 };
 
+/* A want of owner o (its file, credentials and svid) pushed on *list;
+ * NULL when out of memory. Under l->lock. */
+static struct want *want_push(struct want **list,
+			      const struct gw_lock_owner *o)
+{
+	struct want *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->nodeid = o->nodeid;
+	w->owner = o->owner;
+	w->fh = o->fh;
+	w->cred = o->cred;
+	w->lk.svid = o->svid;
+	w->next = *list;
+	*list = w;
+	return w;
+}
+
 static void mark_lost(struct gw *gw, uint64_t nodeid, uint64_t owner)
 {
 	struct gw_locks *l = gw->locks;
@@ -112,35 +131,20 @@ static void pass(struct gw *gw)
 				 * are not known here, so they cannot be
 				 * asked for again; whether the origin still
 				 * holds them is asked below (probe_held). */
-				w = calloc(1, sizeof(*w));
-				if (!w)
+				if (!want_push(&probes, o))
 					break;
-				w->nodeid = o->nodeid;
-				w->owner = o->owner;
-				w->fh = o->fh;
-				w->cred = o->cred;
-				w->lk.svid = o->svid;
-				w->next = probes;
-				probes = w;
 				continue;
 			}
 			for (r = o->ranges; r; r = r->next) {
-				w = calloc(1, sizeof(*w));
+				w = want_push(&head, o);
 				if (!w)
 					break;
-				w->nodeid = o->nodeid;
-				w->owner = o->owner;
-				w->fh = o->fh;
-				w->cred = o->cred;
 				w->lk.off = r->start;
 				w->lk.len = r->end == UINT64_MAX ? 0 :
 					    r->end - r->start;
 				w->lk.exclusive = r->exclusive;
-				w->lk.svid = o->svid;
 				snprintf(w->lk.oh, sizeof(w->lk.oh), "%016llx",
 					 (unsigned long long)o->owner);
-				w->next = head;
-				head = w;
 			}
 		}
 	}

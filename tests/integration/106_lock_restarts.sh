@@ -2,7 +2,7 @@
 # Locks across restarts without a supervisor (doc/locks.md "Restarts"): a gateway A holding fcntl and flock locks is killed with SIGKILL and started again cold on the same cache_dir: it tells the origin (NSM reboot notification) and the origin drops what A held, so a second gateway B takes those locks (it could not before A came back), and A's new locks hold; the notification names the host, so B's own lock goes too (ganesha tells NLM clients by address). The origin restarted while A holds two locks and sleeps (SIGSTOP), B taking one of them meanwhile: A takes the other again (B is refused it; locks_reclaimed_total), the one B took is lost (locks_lost_total, logged): its holder's next write and lock fail with EIO, the other holder's succeed; every lock is let go at the holders' close. With offline= and the origin lost (SIGSTOP), fcntl, flock and a blocking F_SETLKW fail at once with ENOLCK.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-L=$(dirname "$0")/../lib/locker.py
+. "$(dirname "$0")/../lib/locks.sh"
 trap 'kill -CONT "${ORIGIN_PID:-0}" 2>/dev/null; harness_cleanup' EXIT
 
 data=$(harness_tmpdir origin-data)
@@ -16,17 +16,6 @@ mntA=$mnt pidA=$GW_PID logA=$GW_LOG cdirA=$cdir
 test_mount
 mntB=$mnt pidB=$GW_PID logB=$GW_LOG cdirB=$cdir
 
-try() {
-	MODE=try timeout 60 "$PY" "$L" "$2" "$3" "$4" "$5" "$1/$6" 2>&1
-}
-until_in() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # hold NAME MNT KIND TYPE START LEN FILE: a process holding a lock (its
 # output in $work/NAME, its pid in $held).
 hold() {

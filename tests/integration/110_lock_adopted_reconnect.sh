@@ -2,7 +2,7 @@
 # A lock held through a supervised gateway across an upgrade in place (the successor takes its owner over without the owner's ranges) stays held, and its holder keeps working, when the gateway's connection to the origin's lock manager is made again without the origin restarting (the proxy in front of the origin's NLM port restarted: knfsd drops a connection idle for some minutes so): the successor asks the origin whether the owner's lock is still there (NLM TEST), finds it, and marks nothing lost. Before, it took every new connection for a restart, marked a taken-over owner lost, and the holder's next write failed with EIO while the origin still held its lock. A second gateway is refused the lock throughout, and gets it once the holder ends.
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-L=$(dirname "$0")/../lib/locker.py
+. "$(dirname "$0")/../lib/locks.sh"
 FAR_NFS_PORT=${CACHEGW_FAR_NFS_PORT:-$((REEXPORT_NFS_PORT + 20))}
 FAR_MNT_PORT=${CACHEGW_FAR_MNT_PORT:-$((REEXPORT_MNT_PORT + 20))}
 FAR_NLM_PORT=$((FAR_NFS_PORT + 2))
@@ -19,15 +19,6 @@ latproxy_start origin 0 "$FAR_NFS_PORT" "$FAR_MNT_PORT" "$FAR_NLM_PORT" ||
 TEST_URL=$ORIGIN_FAR_URL test_mount "supervise,logfile=$work/gw.log"
 opts="cache_dir=$cdir,supervise,logfile=$work/gw.log"
 
-try() { MODE=try timeout 60 "$PY" "$L" "$2" "$3" "$4" "$5" "$1/$6" 2>&1; }
-until_in() { # FILE LINE: within 30 s
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # The holder: a write lock of [0, 10) through the gateway; at $work/go a
 # write into the file through the same descriptor ("wrote" or the errno's

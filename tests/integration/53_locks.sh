@@ -2,7 +2,7 @@
 # Locks hold beyond one gateway: two gateways (A, B) on one origin serving NLM; fcntl locks conflict both ways by range and type, F_GETLK through one reports the other's lock (type, start, length), an explicit unlock frees the range; OFD locks conflict across gateways and between two open files of one process; flock conflicts across gateways; a holder killed with SIGKILL (fcntl and flock) frees its lock at the origin; a blocking F_SETLKW through B waits and gets the lock once A's holder unlocks (then A sees it held); a waiter killed while waiting leaves nothing at the origin; local_lock= keeps the locks it names in the host's kernel (all: neither conflicts with A's; flock: flock does not, fcntl does); a gateway told an NLM port where nothing listens answers ENOLCK at once; a supervised gateway D upgraded in place, and its serving process killed with SIGKILL, while a process holds a lock through it: the lock still holds at the origin, and the holder's close after the takeover lets it go (the successor knows the owner).
 set -uo pipefail
 . "$(dirname "$0")/../lib/test.sh" inspect
-L=$(dirname "$0")/../lib/locker.py
+. "$(dirname "$0")/../lib/locks.sh"
 
 data=$(harness_tmpdir origin-data)
 work=$(harness_tmpdir work)
@@ -24,23 +24,6 @@ test_mount
 unset TEST_URL
 mntF=$mnt pidF=$GW_PID logF=$GW_LOG
 
-# try MNT KIND TYPE START LEN FILE: the outcome of a lock taken without
-# waiting (then let go): ok or the errno's name.
-try() {
-	MODE=try timeout 60 "$PY" "$L" "$2" "$3" "$4" "$5" "$1/$6" 2>&1
-}
-getlk() {
-	MODE=getlk timeout 60 "$PY" "$L" "$2" "$3" "$4" "$5" "$1/$6" 2>&1
-}
-# until_in FILE WORD: wait (at most 30 s) for WORD on a line of FILE.
-until_in() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # hold NAME MODE MNT KIND TYPE START LEN FILE: a process holding (MODE
 # hold) or waiting for (MODE wait) a lock, its output in $work/NAME; its
 # pid in $held.
